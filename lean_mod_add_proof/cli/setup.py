@@ -1,9 +1,125 @@
-"""Sub-commands: TODO (being written)."""
+"""Sub-command `install-lean`: install elan (from its official `elan-init.sh`) and the pinned
+Lean toolchain, so the grader can run. Needs internet access to GitHub; without it, it stops
+within a few seconds and says what to do instead."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
+
+ELAN_INIT_URL = "https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh"
+MANUAL_STEPS = (
+    "To install by hand on a machine with internet access:\n"
+    f"  curl -sSfL {ELAN_INIT_URL} | sh -s -- -y --default-toolchain none\n"
+    f"  ~/.elan/bin/elan toolchain install {LEAN_TOOLCHAIN}\n"
+    "(or copy a ~/.elan that already holds the toolchain), then run `lean-mod-add-proof doctor`."
+)
+
+
+class InstallError(RuntimeError):
+    """A step failed; the message says which and what to do."""
+
+
+def fetch(url: str, timeout_s: float) -> bytes:
+    """Download `url` (short timeout: no network must fail fast)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return response.read()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise InstallError(
+            f"cannot download {url} ({reason}). install-lean needs internet access to GitHub.\n"
+            + MANUAL_STEPS
+        ) from None
+
+
+def find_elan(elan_home: Path) -> Path | None:
+    candidate = elan_home / "bin" / "elan"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return candidate
+    found = shutil.which("elan")
+    return Path(found) if found else None
+
+
+def _run(argv: list[str], env: dict[str, str], what: str) -> None:
+    print(f"$ {' '.join(argv)}", flush=True)
+    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise InstallError(f"{what} failed (exit code {done.returncode}).\n" + MANUAL_STEPS)
+
+
+def install(elan_home: Path, script_url: str, timeout_s: float) -> Path:
+    """Install elan if needed, then the pinned toolchain; returns the elan binary."""
+    env = {**os.environ, "ELAN_HOME": str(elan_home)}
+    elan = find_elan(elan_home)
+    if elan is None:
+        script = fetch(script_url, timeout_s)
+        with tempfile.TemporaryDirectory(prefix="elan-init-") as tmp:
+            path = Path(tmp) / "elan-init.sh"
+            path.write_bytes(script)
+            _run(
+                ["sh", str(path), "-y", "--default-toolchain", "none", "--no-modify-path"],
+                env,
+                "elan-init.sh",
+            )
+        elan = find_elan(elan_home)
+        if elan is None:
+            raise InstallError(f"elan-init.sh finished but {elan_home}/bin/elan is missing.\n" + MANUAL_STEPS)
+    else:
+        print(f"elan already installed: {elan}")
+        # The toolchain download also needs GitHub: check it answers before starting.
+        fetch("https://github.com", timeout_s)
+    _run([str(elan), "toolchain", "install", LEAN_TOOLCHAIN], env, f"elan toolchain install {LEAN_TOOLCHAIN}")
+    return elan
+
+
+def cmd_install_lean(args: argparse.Namespace) -> int:
+    from lean_mod_add_proof.grading import toolchain
+
+    elan_home = Path(args.elan_home).expanduser() if args.elan_home else toolchain.elan_home()
+    env = {**os.environ, "ELAN_HOME": str(elan_home)}
+    found = toolchain.locate_toolchain(env=env)
+    if isinstance(found, toolchain.Toolchain):
+        print(f"{LEAN_TOOLCHAIN} is already installed: {found.dir} ({found.version})")
+        print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
+        return 0
+    try:
+        install(elan_home, args.script_url, args.timeout)
+    except InstallError as exc:
+        print(f"install-lean: {exc}", file=sys.stderr)
+        return 2
+    toolchain.clear_probe_cache()
+    found = toolchain.locate_toolchain(env=env)
+    if isinstance(found, toolchain.Toolchain):
+        print(f"installed {LEAN_TOOLCHAIN}: {found.dir} ({found.version})")
+    else:
+        print(
+            f"install-lean: the install ran but the toolchain was not found: {found.reason}", file=sys.stderr
+        )
+        return 1
+    if args.elan_home:
+        print(f"Set ELAN_HOME={elan_home} for the grader to find it there.")
+    print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
+    return 0
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add this module's sub-commands."""
+    p = commands.add_parser(
+        "install-lean",
+        help=f"install elan and the pinned toolchain {LEAN_TOOLCHAIN} (needs internet)",
+        description=__doc__,
+    )
+    p.add_argument("--elan-home", default=None, help="where elan lives (default: $ELAN_HOME or ~/.elan)")
+    p.add_argument("--timeout", type=float, default=10.0, help="network timeout per request, in seconds")
+    p.add_argument("--script-url", default=ELAN_INIT_URL, help=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_install_lean)

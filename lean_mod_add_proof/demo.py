@@ -1,0 +1,233 @@
+"""`make demo`: a real `vf-eval lean-mod-add-proof` run against the local baseline server.
+
+It starts `serve-baseline` (reference policy) on a free 127.0.0.1 port, runs vf-eval on three
+small training tasks with the taskset's default env (null harness, subprocess runtime), then
+prints one row per rollout from traces.jsonl and stops the server. Without a Lean toolchain the
+run still completes, every grade fails at the toolchain stage, and the demo says so.
+
+Exit status: 0 when vf-eval ran and wrote traces (whatever the rewards), non-zero otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from lean_mod_add_proof.cli.baseline import running_server
+
+TASKSET_ID = "lean-mod-add-proof"
+API_KEY_VAR = "LEAN_MOD_ADD_PROOF_BASELINE_KEY"
+STAGES = ("guard_passed", "build_passed", "leanchecker_passed", "statement_passed", "axioms_passed")
+NO_TOOLCHAIN = "Lean toolchain not found"
+
+console = Console() if sys.stdout.isatty() else Console(width=120)
+
+
+def vf_eval_binary() -> str:
+    """vf-eval next to this interpreter (the venv's), else the first on PATH."""
+    local = Path(sys.executable).with_name("vf-eval")
+    if local.is_file():
+        return str(local)
+    found = shutil.which("vf-eval")
+    if found is None:
+        raise FileNotFoundError("vf-eval not found: run `make setup` (it installs verifiers into .venv)")
+    return found
+
+
+def child_env() -> dict[str, str]:
+    """The environment for vf-eval: this venv's bin first on PATH (the null harness needs `uv`)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env[API_KEY_VAR] = "sk-local-baseline"
+    return env
+
+
+def vf_eval_argv(
+    base_url: str,
+    output_dir: Path,
+    run_name: str,
+    *,
+    n: int = 3,
+    max_p: int = 7,
+    model: str = "baseline-reference",
+    rich: bool = False,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    argv = [
+        vf_eval_binary(),
+        TASKSET_ID,
+        "-n",
+        str(n),
+        "--env.taskset.split",
+        "train",
+        "--env.taskset.max-p",
+        str(max_p),
+        "--no-push",
+        "-o",
+        str(output_dir),
+        "--run.name",
+        run_name,
+        "--client.base-url",
+        base_url,
+        "--client.api-key-var",
+        API_KEY_VAR,
+        "-m",
+        model,
+    ]
+    if not rich:
+        argv.append("--no-rich")
+    return [*argv, *extra]
+
+
+def read_traces(path: Path) -> list[dict[str, Any]]:
+    """Every trace of every episode in a traces.jsonl file."""
+    traces: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            episode = json.loads(line)
+            traces.extend(episode.get("traces") or [])
+    return traces
+
+
+def trace_row(trace: dict[str, Any]) -> dict[str, Any]:
+    """What the demo shows for one rollout."""
+    task = (trace.get("task") or {}).get("data") or {}
+    reward = (trace.get("rewards") or {}).get("kernel_accepts") or {}
+    metrics = trace.get("metrics") or {}
+    grade = (trace.get("info") or {}).get("lean_grader") or {}
+    errors = trace.get("errors") or []
+    return {
+        "task": task.get("id") or (trace.get("task") or {}).get("key", "?"),
+        "reward": reward.get("score"),
+        "stages": {s: metrics.get(f"lean_stages/{s}") for s in STAGES},
+        "seconds": metrics.get("lean_stages/grader_seconds"),
+        "reason": grade.get("reason") or (errors[-1].get("message") if errors else "no grade recorded"),
+        "ok": bool(trace.get("ok")),
+    }
+
+
+def _flag(value: float | None) -> str:
+    return "-" if value is None else ("[green]✓[/]" if value >= 1.0 else "[red]✗[/]")
+
+
+def results_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="lean-mod-add-proof demo: one row per rollout")
+    table.add_column("#", justify="right")
+    table.add_column("task")
+    table.add_column("reward", justify="right")
+    for stage in STAGES:
+        table.add_column(stage.removesuffix("_passed"), justify="center")
+    table.add_column("grader s", justify="right")
+    for i, row in enumerate(rows, start=1):
+        reward = "-" if row["reward"] is None else f"{row['reward']:.1f}"
+        seconds = "-" if row["seconds"] is None else f"{row['seconds']:.2f}"
+        flags = (_flag(row["stages"][s]) for s in STAGES)
+        table.add_row(str(i), row["task"], reward, *flags, seconds)
+    return table
+
+
+def print_reasons(rows: list[dict[str, Any]]) -> None:
+    """The grader's one-line reason per rollout (trace.info["lean_grader"]["reason"])."""
+    console.print("[bold]Grader's reason per rollout[/] (trace.info['lean_grader']['reason']):")
+    for i, row in enumerate(rows, start=1):
+        prefix = "" if row["ok"] else "[red]trace error:[/] "
+        console.print(f"  {i}. {row['task']}: {prefix}", end="")
+        console.print(row["reason"], markup=False, highlight=False)
+
+
+def explain(rows: list[dict[str, Any]]) -> None:
+    no_lean = [r for r in rows if NO_TOOLCHAIN in (r["reason"] or "")]
+    if rows and len(no_lean) == len(rows):
+        console.print(
+            "[bold yellow]No Lean toolchain is installed here, so every grade failed at the toolchain "
+            "stage and every reward is 0.0.[/] The run itself worked: model call, taskset, grader and "
+            "traces. Nothing was verified by Lean.\n"
+            "To grade for real: `make lean` (or `lean-mod-add-proof install-lean`), then "
+            "`lean-mod-add-proof doctor`, then run `make demo` again."
+        )
+    elif no_lean:
+        console.print(f"[yellow]{len(no_lean)} of {len(rows)} grades failed for want of a Lean toolchain.[/]")
+    accepted = sum(1 for r in rows if r["reward"] == 1.0)
+    console.print(f"{accepted} of {len(rows)} rollouts accepted by Lean's kernel.")
+
+
+def run_demo(output_dir: Path, n: int, max_p: int, policy: str) -> int:
+    run_name = time.strftime("demo-%Y%m%d-%H%M%S")
+    run_dir = output_dir / run_name
+    rich = sys.stdout.isatty()
+    with running_server(policy=policy) as server:
+        console.print(f"baseline server ({policy}) at {server.base_url}")
+        argv = vf_eval_argv(
+            server.base_url, output_dir, run_name, n=n, max_p=max_p, model=f"baseline-{policy}", rich=rich
+        )
+        console.print("$ vf-eval " + " ".join(argv[1:]), markup=False, highlight=False)
+        started = time.monotonic()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        stdout_log = run_dir / "vf-eval.stdout.log"
+        with stdout_log.open("wb") as out:
+            # With --no-rich vf-eval prints every trace as JSON on stdout: keep that in a file.
+            done = subprocess.run(
+                argv, env=child_env(), stdin=subprocess.DEVNULL, stdout=None if rich else out
+            )
+        elapsed = time.monotonic() - started
+        requests = server.requests
+    console.print(
+        f"vf-eval exited with {done.returncode} after {elapsed:.1f} s; the server answered "
+        f"{requests} request(s) and is stopped."
+    )
+    if done.returncode != 0:
+        console.print(f"[red]vf-eval failed[/] (exit code {done.returncode}); see {run_dir}/logs")
+        return done.returncode or 1
+    traces_path = run_dir / "traces.jsonl"
+    if not traces_path.is_file():
+        console.print(f"[red]no traces at {traces_path}[/]")
+        return 1
+    rows = sorted((trace_row(t) for t in read_traces(traces_path)), key=lambda r: r["task"])
+    if not rows:
+        console.print(f"[red]{traces_path} holds no traces[/]")
+        return 1
+    console.print(results_table(rows))
+    print_reasons(rows)
+    explain(rows)
+    console.print(
+        f"traces: {traces_path}\nresolved config: {run_dir / 'configs' / 'resolved'}\n"
+        f"logs: {run_dir / 'logs'}"
+    )
+    broken = [r for r in rows if not r["ok"]]
+    if broken:
+        console.print(f"[red]{len(broken)} rollout(s) errored[/] (see errors in traces.jsonl)")
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lean_mod_add_proof.demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-o", "--output-dir", type=Path, default=Path("outputs/demo"))
+    parser.add_argument("-n", type=int, default=3, help="number of tasks")
+    parser.add_argument("--max-p", type=int, default=7)
+    parser.add_argument("--policy", default="reference", help="baseline policy (see serve-baseline --help)")
+    args = parser.parse_args(argv)
+    try:
+        return run_demo(args.output_dir, args.n, args.max_p, args.policy)
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]demo failed:[/] {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

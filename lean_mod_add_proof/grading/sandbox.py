@@ -1,0 +1,142 @@
+"""The bubblewrap sandbox every Lean command runs in: no network, no capabilities, an empty
+environment, the system and the toolchain read-only, the grade's package directory as the only
+writable place, and the trusted sources read-only even inside it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_mod_add_proof.grading.result import SandboxMode
+
+#: Host paths the sandbox sees read-only, when they exist. On merged-/usr systems /bin, /lib, ...
+#: are symlinks into /usr and are recreated as the same symlinks.
+SYSTEM_PATHS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+#: Of /etc only the dynamic linker's cache: enough for the toolchain's dynamically linked binaries
+#: (without it ld.so still searches the default directories). No passwd, resolv.conf, ssl, ...
+ETC_FILES: tuple[str, ...] = ("/etc/ld.so.cache",)
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    path: str
+    symlink_target: str | None
+    """Set when the host path is a symlink (recreated as one); None for a real directory/file."""
+
+
+def host_layout(paths: Sequence[str] = SYSTEM_PATHS + ETC_FILES) -> tuple[HostEntry, ...]:
+    """What of `paths` exists on this host, and which are symlinks. (The only I/O for argv.)"""
+    entries = []
+    for path in paths:
+        if os.path.islink(path):
+            entries.append(HostEntry(path, os.readlink(path)))
+        elif os.path.exists(path):
+            entries.append(HostEntry(path, None))
+    return tuple(entries)
+
+
+def bwrap_argv(
+    bwrap: str,
+    *,
+    layout: Sequence[HostEntry],
+    toolchain_dir: Path | None,
+    package_dir: Path,
+    readonly_files: Sequence[Path],
+    env: Mapping[str, str],
+) -> list[str]:
+    """The bwrap prefix for one command (pure). Order matters: later mounts cover earlier ones,
+    so /tmp is a fresh tmpfs first, then the package directory (often under /tmp) is bound
+    writable over it, then the trusted files read-only over that.
+
+    No `--new-session`: it calls setsid(), which would take the command out of the process group
+    the grader kills. `--die-with-parent` plus the PID namespace (torn down when its init exits)
+    make sure nothing inside outlives bwrap."""
+    argv = [
+        bwrap,
+        "--unshare-all",  # user, ipc, pid, net, uts, cgroup: no network at all
+        "--die-with-parent",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+    ]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    for entry in layout:
+        if entry.symlink_target is not None:
+            argv += ["--symlink", entry.symlink_target, entry.path]
+        else:
+            argv += ["--ro-bind", entry.path, entry.path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    if toolchain_dir is not None:
+        argv += ["--ro-bind", str(toolchain_dir), str(toolchain_dir)]
+    argv += ["--bind", str(package_dir), str(package_dir)]
+    for path in readonly_files:
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--chdir", str(package_dir), "--"]
+    return argv
+
+
+@dataclass(frozen=True)
+class SandboxProbe:
+    available: bool
+    reason: str
+    bwrap: str | None
+
+
+_probe_lock = threading.Lock()
+_probe: SandboxProbe | None = None
+
+
+def find_bwrap() -> str | None:
+    return shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
+
+
+def probe_sandbox(*, refresh: bool = False) -> SandboxProbe:
+    """Run `bwrap ... true` once with the same options a grade uses (cached). bwrap is often
+    installed but unusable (no unprivileged user namespaces, or inside a container)."""
+    global _probe
+    with _probe_lock:
+        if _probe is not None and not refresh:
+            return _probe
+        bwrap = find_bwrap()
+        if bwrap is None:
+            _probe = SandboxProbe(False, "bwrap (bubblewrap) is not installed", None)
+            return _probe
+        scratch = Path(os.environ.get("TMPDIR") or "/tmp")
+        argv = bwrap_argv(
+            bwrap,
+            layout=host_layout(),
+            toolchain_dir=None,
+            package_dir=scratch,
+            readonly_files=(),
+            env={"PATH": "/usr/bin:/bin"},
+        )
+        try:
+            done = subprocess.run(
+                [*argv, "true"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20
+            )
+            ok = done.returncode == 0
+            detail = (done.stderr or done.stdout).strip().splitlines()
+            why = detail[-1] if detail else f"exit {done.returncode}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            ok, why = False, f"{type(exc).__name__}: {exc}"
+        _probe = SandboxProbe(ok, "bwrap works" if ok else f"bwrap does not work here: {why}", bwrap)
+        return _probe
+
+
+def decide_sandbox(mode: SandboxMode, probe: SandboxProbe | None) -> tuple[bool, str | None]:
+    """(use it, error). `on` without a working bwrap is an error for the grade; `auto` falls back;
+    `off` never probes (pass probe=None)."""
+    if mode == "off":
+        return False, None
+    assert probe is not None
+    if probe.available:
+        return True, None
+    if mode == "on":
+        return False, f"sandbox required (sandbox=on) but {probe.reason}"
+    return False, None

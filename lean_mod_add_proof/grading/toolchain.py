@@ -1,0 +1,193 @@
+"""Finding the pinned Lean toolchain on this machine.
+
+The grader calls `<toolchain>/bin/lake` directly (never elan's proxy): inside the sandbox there is
+no elan, no network and no way to download a toolchain, and a proxy could silently pick another one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_mod_add_proof.constants import LEAN_TOOLCHAIN, LEAN_VERSION
+
+#: Environment variable naming the toolchain directory (the one holding bin/lake).
+TOOLCHAIN_ENV = "LEAN_MOD_ADD_PROOF_TOOLCHAIN"
+
+#: elan's directory name for `leanprover/lean4:v4.35.0-rc2`: '/' becomes '--' and ':' becomes '---'
+#: (seen in elan PR #36, `leanprover--lean4---nightly-2021-08-16`). This is the conservative choice:
+#: the spelled-out channel name, not an alias like `stable`; `elan which` is the fallback if a newer
+#: elan names it differently.
+ELAN_DIR_NAME = LEAN_TOOLCHAIN.replace("/", "--").replace(":", "---")
+
+INSTALL_FIX = "lean-mod-add-proof install-lean"
+ELAN_FIX = f"elan toolchain install {LEAN_TOOLCHAIN}"
+FIX_COMMANDS = f"run `{INSTALL_FIX}` (or `{ELAN_FIX}`)"
+
+_VERSION_RE = re.compile(r"version\s+" + re.escape(LEAN_VERSION) + r"(?![0-9A-Za-z.])")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A toolchain directory whose `lean --version` reported the pinned version."""
+
+    dir: Path
+    lake: Path
+    lean: Path
+    leanchecker: Path
+    version: str
+    """The first line of `lean --version`."""
+    source: str = ""
+    """How it was found (config, env, elan home, elan which)."""
+
+
+@dataclass(frozen=True)
+class ToolchainMissing:
+    """No usable toolchain: `reason` says what was tried, `fix` is the command to run."""
+
+    reason: str
+    fix: str = FIX_COMMANDS
+
+
+def version_matches(version_output: str) -> bool:
+    """True when `lean --version` output names exactly the pinned version."""
+    return bool(_VERSION_RE.search(version_output))
+
+
+def elan_home(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("ELAN_HOME") or Path.home() / ".elan")
+
+
+def candidate_dirs(
+    configured: Path | None, env: dict[str, str] | os._Environ[str] | None = None
+) -> list[tuple[Path, str]]:
+    """Where to look, in order. A configured or env-named directory is the only candidate: an
+    explicit choice must not silently fall back to another toolchain."""
+    env = os.environ if env is None else env
+    if configured is not None:
+        return [(Path(configured), "GraderConfig.toolchain_dir")]
+    if env.get(TOOLCHAIN_ENV):
+        return [(Path(env[TOOLCHAIN_ENV]), f"${TOOLCHAIN_ENV}")]
+    return [(elan_home(env) / "toolchains" / ELAN_DIR_NAME, "elan home")]
+
+
+_probe_lock = threading.Lock()
+_probe_cache: dict[str, tuple[float, Toolchain | ToolchainMissing]] = {}
+
+
+def _probe_dir(directory: Path, source: str) -> Toolchain | ToolchainMissing:
+    """Check the binaries and run `lean --version` once per directory (cached by path and mtime
+    of bin/lean, so replacing the toolchain is noticed)."""
+    try:
+        root = directory.expanduser().resolve(strict=True)
+    except OSError:
+        return ToolchainMissing(f"{directory} ({source}) does not exist")
+    bins = {name: root / "bin" / name for name in ("lake", "lean", "leanchecker")}
+    missing = [n for n, p in bins.items() if not (p.is_file() and os.access(p, os.X_OK))]
+    if missing:
+        return ToolchainMissing(f"{root} ({source}) has no executable bin/{', bin/'.join(missing)}")
+    key = str(root)
+    mtime = bins["lean"].stat().st_mtime
+    with _probe_lock:
+        cached = _probe_cache.get(key)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+    try:
+        done = subprocess.run(
+            [str(bins["lean"]), "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(root), "LEAN_NUM_THREADS": "1"},
+        )
+        output = (done.stdout + done.stderr).strip()
+        ok = done.returncode == 0
+    except (OSError, subprocess.SubprocessError) as exc:
+        output, ok = f"{type(exc).__name__}: {exc}", False
+    first_line = output.splitlines()[0] if output else ""
+    found: Toolchain | ToolchainMissing
+    if ok and version_matches(output):
+        found = Toolchain(root, bins["lake"], bins["lean"], bins["leanchecker"], first_line, source)
+    else:
+        found = ToolchainMissing(
+            f"{root} ({source}): `lean --version` gave {first_line!r}, not version {LEAN_VERSION}"
+        )
+    with _probe_lock:
+        _probe_cache[key] = (mtime, found)
+    return found
+
+
+def _elan_binary(env: dict[str, str] | os._Environ[str]) -> str | None:
+    candidate = elan_home(env) / "bin" / "elan"
+    if candidate.is_file():
+        return str(candidate)
+    return shutil.which("elan", path=env.get("PATH"))
+
+
+def _elan_which(env: dict[str, str] | os._Environ[str]) -> Path | None:
+    """Ask elan where the pinned lake lives, but only if elan lists the toolchain as installed:
+    `elan which` may otherwise download it (elan issue #210 shows first use downloading)."""
+    elan = _elan_binary(env)
+    if elan is None:
+        return None
+    try:
+        listed = subprocess.run(
+            [elan, "toolchain", "list"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            stdin=subprocess.DEVNULL,
+        )
+        if LEAN_TOOLCHAIN not in listed.stdout and ELAN_DIR_NAME not in listed.stdout:
+            return None
+        with tempfile.TemporaryDirectory(prefix="lean-mod-add-proof-which-") as tmp:
+            Path(tmp, "lean-toolchain").write_text(LEAN_TOOLCHAIN + "\n", encoding="utf-8")
+            done = subprocess.run(
+                [elan, "which", "lake"],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+                timeout=20,
+                stdin=subprocess.DEVNULL,
+            )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    return Path(done.stdout.strip().splitlines()[-1]).parent.parent
+
+
+def locate_toolchain(
+    configured: Path | None = None, env: dict[str, str] | os._Environ[str] | None = None
+) -> Toolchain | ToolchainMissing:
+    """The pinned toolchain, or why there is none. Blocking (runs `lean --version` on first use
+    of a directory); call it through `asyncio.to_thread` from async code."""
+    env = os.environ if env is None else env
+    tried: list[str] = []
+    for directory, source in candidate_dirs(configured, env):
+        found = _probe_dir(directory, source)
+        if isinstance(found, Toolchain):
+            return found
+        tried.append(found.reason)
+    explicit = configured is not None or bool(env.get(TOOLCHAIN_ENV))
+    if not explicit:
+        which = _elan_which(env)
+        if which is not None:
+            found = _probe_dir(which, "elan which lake")
+            if isinstance(found, Toolchain):
+                return found
+            tried.append(found.reason)
+    return ToolchainMissing("; ".join(tried) or f"{LEAN_TOOLCHAIN} not found")
+
+
+def clear_probe_cache() -> None:
+    with _probe_lock:
+        _probe_cache.clear()

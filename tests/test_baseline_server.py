@@ -1,0 +1,169 @@
+"""The local baseline server: OpenAI-compatible shapes, SSE ending in [DONE], p from the prompt,
+and what each policy answers (checked against the text guard where that is the point)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from lean_mod_add_proof.cli.baseline import POLICIES, answer, parse_p, running_server
+from lean_mod_add_proof.constants import reference_submission, theorem_name, theorem_signature
+from lean_mod_add_proof.grading.guard import check_guard
+
+CLI = "import sys; from lean_mod_add_proof.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def post(url: str, payload: dict) -> urllib.request.addinfourl:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer sk-test"},
+    )
+    return urllib.request.urlopen(request, timeout=10)
+
+
+def messages_for(p: int) -> list[dict]:
+    return [
+        {"role": "system", "content": "You are an expert."},
+        {"role": "user", "content": f"Prove it.\n\n```lean\n{theorem_signature(p)}\n```\n"},
+    ]
+
+
+def sse_payloads(raw: str) -> list[str]:
+    events = [e for e in raw.split("\n\n") if e.strip()]
+    assert all(e.startswith("data: ") for e in events), events[:3]
+    return [e[len("data: ") :] for e in events]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator:
+    with running_server("reference") as srv:
+        yield srv
+
+
+def test_parse_p() -> None:
+    assert parse_p(theorem_signature(13)) == 13
+    assert parse_p("theorem LeanCheckedNetwork.Net.adds_mod_5 : ...") == 5
+    assert parse_p("nothing here") is None
+
+
+def test_stream_shape_ends_in_done(server) -> None:
+    with post(
+        server.base_url + "/chat/completions",
+        {
+            "model": "m",
+            "messages": messages_for(7),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    ) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        payloads = sse_payloads(response.read().decode())
+    assert payloads[-1] == "[DONE]"
+    chunks = [json.loads(p) for p in payloads[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" and c["model"] == "m" for c in chunks)
+    assert len({c["id"] for c in chunks}) == 1
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+    assert finishes[-1] == "stop" and set(finishes[:-1]) == {None}
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == answer("reference", messages_for(7))
+    assert "```lean\n" + reference_submission(7) + "```" in text
+
+
+def test_stream_without_usage(server) -> None:
+    with post(
+        server.base_url + "/chat/completions", {"model": "m", "messages": messages_for(5), "stream": True}
+    ) as response:
+        payloads = sse_payloads(response.read().decode())
+    assert payloads[-1] == "[DONE]"
+    assert all(json.loads(p)["choices"] for p in payloads[:-1])
+
+
+def test_non_streaming(server) -> None:
+    with post(
+        server.base_url + "/chat/completions", {"model": "x", "messages": messages_for(11)}
+    ) as response:
+        body = json.load(response)
+    assert body["object"] == "chat.completion"
+    assert body["choices"][0]["message"]["role"] == "assistant"
+    assert theorem_name(11) in body["choices"][0]["message"]["content"]
+    assert body["choices"][0]["finish_reason"] == "stop"
+
+
+def test_models_and_errors(server) -> None:
+    with urllib.request.urlopen(server.base_url + "/models", timeout=10) as response:
+        ids = [m["id"] for m in json.load(response)["data"]]
+    assert "baseline-reference" in ids
+    with pytest.raises(urllib.error.HTTPError) as info:
+        post(server.base_url + "/nope", {})
+    assert info.value.code == 404
+    request = urllib.request.Request(server.base_url + "/chat/completions", data=b"{not json")
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=10)
+    assert info.value.code == 400
+
+
+def test_binds_to_localhost_by_default(server) -> None:
+    assert server.server_address[0] == "127.0.0.1"
+
+
+def test_prompt_without_theorem() -> None:
+    assert "```" not in answer("reference", [{"role": "user", "content": "hello"}])
+
+
+def _block(reply: str) -> str:
+    return reply.split("```lean\n", 1)[1].rsplit("```", 1)[0]
+
+
+def test_policies() -> None:
+    msgs = messages_for(5)
+    assert set(POLICIES) >= {"reference", "wrong-statement", "guard-violation", "missing-import", "no-code"}
+    assert _block(answer("reference", msgs)) == reference_submission(5)
+    assert "```" not in answer("no-code", msgs)
+    weak = _block(answer("wrong-statement", msgs))
+    assert theorem_name(5) in weak and "True" in weak
+    assert "sorry" in _block(answer("guard-violation", msgs))
+    assert "import" not in _block(answer("missing-import", msgs))
+
+
+def _guard_ok(source: str) -> bool:
+    result = check_guard(source)
+    return bool(getattr(result, "ok", getattr(result, "passed", result)))
+
+
+def test_policies_against_the_guard() -> None:
+    msgs = messages_for(7)
+    assert _guard_ok(_block(answer("reference", msgs)))
+    assert _guard_ok(_block(answer("wrong-statement", msgs)))  # only the statement check can catch it
+    assert not _guard_ok(_block(answer("guard-violation", msgs)))
+    assert not _guard_ok(_block(answer("missing-import", msgs)))
+
+
+def test_cli_serves_until_stopped() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, "serve-baseline", "--port", "0", "--policy", "no-code"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert "serving policy 'no-code' at http://127.0.0.1:" in line, line + proc.stderr.read()
+        base_url = line.split(" at ", 1)[1].split()[0]
+        with post(base_url + "/chat/completions", {"model": "m", "messages": messages_for(5)}) as response:
+            content = json.load(response)["choices"][0]["message"]["content"]
+        assert "```" not in content and "5" in content
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()

@@ -1,0 +1,135 @@
+"""The `tasks`, `prompt` and `reference` sub-commands (and install-lean failing fast offline)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from lean_mod_add_proof.cli import main
+from lean_mod_add_proof.constants import reference_submission, theorem_signature
+from lean_mod_add_proof.dataset.tasks import (
+    NETWORK_LEAN_PATH,
+    sha256_text,
+    split_for_seed,
+    task_id,
+)
+from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
+
+
+def make_task_set(root: Path, specs=((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0))) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    rng = random.Random(1)
+    for p, hidden, seed in specs:
+        tid = task_id(p, hidden, seed)
+        mats = [[[rng.randint(-127, 127) for _ in range(hidden)] for _ in range(p)] for _ in range(3)]
+        text = render_weights_lean(tid, p, hidden, seed, *mats)
+        (root / tid).mkdir()
+        (root / tid / "Weights.lean").write_text(text, encoding="utf-8")
+        rows.append(
+            {
+                "id": tid,
+                "p": p,
+                "hidden": hidden,
+                "seed": seed,
+                "split": split_for_seed(seed),
+                "train_fraction": 0.9 if seed == 1 else 1.0,
+                "theorem": f"LeanCheckedNetwork.Net.adds_mod_{p}",
+                "weights_sha256": sha256_text(text),
+                "min_margin": 3 + seed,
+                "n_pairs": p * p,
+                "n_train_pairs": p * p,
+                "max_abs_weight": 127,
+            }
+        )
+    (root / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path) -> Path:
+    return make_task_set(tmp_path / "tasks")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_tasks_json_filters(capsys, tasks_dir: Path) -> None:
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json")
+    assert code == 0
+    assert [r["id"] for r in json.loads(out)] == ["p05_h08_s0", "p05_h08_s2", "p07_h16_s1", "p11_h08_s0"]
+    _, out, _ = run(
+        capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "train", "--max-p", "7"
+    )
+    assert [r["id"] for r in json.loads(out)] == ["p05_h08_s0", "p07_h16_s1"]
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "eval")
+    rows = json.loads(out)
+    assert [r["id"] for r in rows] == ["p05_h08_s2"] and rows[0]["min_margin"] == 5
+
+
+def test_tasks_table(capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "train")
+    assert code == 0
+    for header in ("id", "p", "H", "seed", "split", "train fraction", "margin"):
+        assert header in out
+    assert "p05_h08_s0" in out and "p07_h16_s1" in out and "0.9" in out
+    assert "p05_h08_s2" not in out
+
+
+def test_tasks_bad_dir(capsys, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "tasks", "--tasks-dir", str(tmp_path))
+    assert code == 2 and "no tasks.jsonl" in err
+
+
+def test_prompt(capsys, tasks_dir: Path) -> None:
+    code, out, _ = run(capsys, "prompt", "p07_h16_s1", "--tasks-dir", str(tasks_dir), "--timeout-s", "42")
+    assert code == 0
+    assert NETWORK_LEAN_PATH.read_text(encoding="utf-8") in out
+    assert (tasks_dir / "p07_h16_s1" / "Weights.lean").read_text(encoding="utf-8") in out
+    assert theorem_signature(7) in out and "42 seconds" in out
+
+
+def test_prompt_matches_the_taskset(capsys, tasks_dir: Path) -> None:
+    from lean_mod_add_proof.taskset import LeanModAddProofTaskset, LeanTasksetConfig
+
+    ts = LeanModAddProofTaskset(LeanTasksetConfig(id="lean-mod-add-proof", tasks_dir=tasks_dir, split="all"))
+    by_id = {t.key: t.data.prompt for t in ts}
+    _, out, _ = run(capsys, "prompt", "p11_h08_s0", "--tasks-dir", str(tasks_dir))
+    assert out == by_id["p11_h08_s0"]
+
+
+def test_prompt_unknown_task(capsys, tasks_dir: Path) -> None:
+    code, _, err = run(capsys, "prompt", "p99_h08_s0", "--tasks-dir", str(tasks_dir))
+    assert code == 2 and "unknown task id 'p99_h08_s0'" in err
+
+
+def test_reference(capsys, tasks_dir: Path) -> None:
+    code, out, _ = run(capsys, "reference", "p05_h08_s2", "--tasks-dir", str(tasks_dir))
+    assert code == 0 and out == reference_submission(5)
+
+
+def test_install_lean_fails_fast_without_network(capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no elan on PATH
+    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOOLCHAIN", raising=False)
+    started = time.monotonic()
+    code, _, err = run(
+        capsys,
+        "install-lean",
+        "--elan-home",
+        str(tmp_path / "elan"),
+        "--script-url",
+        "http://127.0.0.1:9/elan-init.sh",
+        "--timeout",
+        "3",
+    )
+    assert time.monotonic() - started < 10
+    assert code == 2
+    assert "needs internet access" in err and "elan toolchain install" in err

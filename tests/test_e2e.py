@@ -1,0 +1,161 @@
+"""`vf-eval lean-mod-add-proof` for real: a --dry-run config check, and a full run against the
+local baseline server (null harness, subprocess runtime: the taskset's own Env defaults).
+
+The full run needs `uv` (in .venv/bin, which is put first on PATH) and, the first time, PyPI
+access for the null harness's PEP 723 chat script. HOME is left alone on purpose: uv's cache
+lives under it, and a fresh HOME would mean a cold cache and a full download on every run.
+Without a Lean toolchain every grade fails at the toolchain stage (reward 0.0); with one, the
+reference proof must be accepted (reward 1.0). Either way each rollout must carry the reward,
+the lean_stages metrics and the grader's info.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lean_mod_add_proof.cli.baseline import running_server
+from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks
+from lean_mod_add_proof.demo import child_env, read_traces, vf_eval_argv
+
+TASKSET_ID = "lean-mod-add-proof"
+STAGE_KEYS = {
+    f"lean_stages/{k}"
+    for k in (
+        "guard_passed",
+        "build_passed",
+        "leanchecker_passed",
+        "statement_passed",
+        "axioms_passed",
+        "grader_seconds",
+    )
+}
+VENV_BIN = Path(sys.executable).parent
+
+needs_tasks = pytest.mark.skipif(
+    not (DEFAULT_TASKS_DIR / "tasks.jsonl").is_file(), reason="packaged task set not generated yet"
+)
+
+
+def vf_eval() -> str:
+    path = VENV_BIN / "vf-eval"
+    return str(path) if path.is_file() else (shutil.which("vf-eval") or "vf-eval")
+
+
+def test_dry_run_writes_resolved_config(tmp_path: Path) -> None:
+    out_dir = tmp_path / "runs"
+    argv = [
+        vf_eval(),
+        TASKSET_ID,
+        "--dry-run",
+        "-n",
+        "2",
+        "--no-push",
+        "-o",
+        str(out_dir),
+        "--run.name",
+        "dry",
+        "--env.taskset.split",
+        "eval",
+        "--env.taskset.max-p",
+        "11",
+        "--env.taskset.task.timeout-s",
+        "600",
+        "--env.taskset.task.axioms-mode",
+        "exact",
+        "--env.taskset.task.memory-mb",
+        "2048",
+        "--env.taskset.task.sandbox",
+        "off",
+        "--env.taskset.task.keep-packages",
+    ]
+    done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = list(out_dir.glob("**/configs/resolved/eval.json"))
+    assert len(files) == 1, (done.stderr[-2000:], list(out_dir.rglob("*")))
+    assert str(files[0].relative_to(out_dir)) in done.stderr  # vf-eval logs where it wrote it
+    env = json.loads(files[0].read_text())["env"]
+    taskset = env["taskset"]
+    assert taskset["id"] == TASKSET_ID
+    assert (taskset["split"], taskset["max_p"], taskset["tasks_dir"]) == ("eval", 11, None)
+    task = taskset["task"]
+    assert (
+        task["timeout_s"],
+        task["axioms_mode"],
+        task["memory_mb"],
+        task["sandbox"],
+        task["keep_packages"],
+    ) == (600.0, "exact", 2048, "off", True)
+    assert {"work_root", "max_concurrent", "cache_dir", "toolchain_dir"} <= set(task)
+    assert env["agent"]["harness"]["id"] == "null"
+    assert env["agent"]["runtime"]["type"] == "subprocess"
+
+
+def test_dry_run_rejects_bad_split(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            vf_eval(),
+            TASKSET_ID,
+            "--dry-run",
+            "--no-push",
+            "-o",
+            str(tmp_path),
+            "--env.taskset.split",
+            "bogus",
+        ],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "split" in done.stderr + done.stdout
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_vf_eval_against_baseline_server(tmp_path: Path) -> None:
+    if not (VENV_BIN / "uv").is_file() and shutil.which("uv") is None:
+        pytest.skip("uv not installed (the null harness needs it): run `make setup`")
+    out_dir = tmp_path / "runs"
+    expected = [r.id for r in load_tasks() if r.split == "train" and r.p <= 7][:3]
+    assert len(expected) == 3
+    started = time.monotonic()
+    with running_server("reference") as server:
+        argv = vf_eval_argv(server.base_url, out_dir, "e2e", n=3, max_p=7)
+        done = subprocess.run(
+            argv, env=child_env(), capture_output=True, text=True, timeout=900, cwd=tmp_path
+        )
+        requests = server.requests
+    elapsed = time.monotonic() - started
+    print(f"vf-eval e2e took {elapsed:.1f} s")
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert requests >= 3
+    traces_path = out_dir / "e2e" / "traces.jsonl"
+    assert traces_path.is_file(), done.stderr[-4000:]
+    traces = read_traces(traces_path)
+    assert sorted(t["task"]["data"]["id"] for t in traces) == sorted(expected)
+    for trace in traces:
+        assert trace["ok"], trace["errors"]
+        assert trace["stop_condition"] == "agent_completed"
+        reward = trace["rewards"]["kernel_accepts"]
+        assert reward["weight"] == 1.0 and reward["score"] in (0.0, 1.0)
+        assert STAGE_KEYS <= set(trace["metrics"])
+        info = trace["info"]["lean_grader"]
+        assert info["task_id"] == trace["task"]["data"]["id"]
+        assert info["reason"]
+        assert trace["metrics"]["lean_stages/guard_passed"] == 1.0  # the reference passes the guard
+        if info["failed_stage"] == "toolchain":
+            assert reward["score"] == 0.0 and "Lean toolchain not found" in info["reason"]
+        else:  # a machine with Lean: the reference proof must be accepted
+            assert reward["score"] == 1.0 and info["accepted"], info["reason"]
+        # The model's reply really went through the harness: it is the server's answer.
+        replies = [n["message"]["content"] for n in trace["nodes"] if n["message"]["role"] == "assistant"]
+        assert replies and "decide +kernel" in replies[-1]

@@ -1,0 +1,385 @@
+"""The text guard: every banned word, every known bypass, the three historical exploits, and the
+legitimate files that must still pass."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+
+import pytest
+
+from lean_mod_add_proof.constants import REQUIRED_IMPORT, reference_submission, theorem_signature
+from lean_mod_add_proof.grading.guard import (
+    ALLOWED_ATTRIBUTE_WORDS,
+    ALLOWED_HASH_COMMANDS,
+    ALLOWED_OPTIONS,
+    BANNED_WORD_PARTS,
+    BANNED_WORDS,
+    GUARD_RULES,
+    GuardVerdict,
+    check_guard,
+)
+
+HEADER = f"import {REQUIRED_IMPORT}\n"
+PROOF = f"\n{theorem_signature(7)} := by\n  decide +kernel\n"
+
+
+def with_body(body: str) -> str:
+    """A file with the required import, `body` on line 3, then a real proof."""
+    return f"{HEADER}\n{body}\n{PROOF}"
+
+
+# --- every banned word ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word", BANNED_WORDS, ids=BANNED_WORDS)
+@pytest.mark.parametrize("where", ["code", "comment", "string", "docstring"])
+def test_every_banned_word_fails_with_its_name_and_line(word: str, where: str) -> None:
+    body = {
+        "code": f"def x := {word}",
+        "comment": f"-- we avoid {word} here",
+        "string": f'def s : String := "{word}"',
+        "docstring": f"/-- uses {word} -/\ndef y := 1",
+    }[where]
+    verdict = check_guard(with_body(body))
+    assert not verdict.passed
+    assert verdict.word == word
+    assert verdict.line == 3
+    assert f"'{word}'" in verdict.reason and "line 3" in verdict.reason
+
+
+@pytest.mark.parametrize("part", BANNED_WORD_PARTS, ids=BANNED_WORD_PARTS)
+@pytest.mark.parametrize("shape", ["{}_x", "x_{}", "my{Cap}Thing", "{}Thing", "x.{}"])
+def test_banned_parts_fail_inside_longer_names(part: str, shape: str) -> None:
+    name = shape.format(part, Cap=part.capitalize())
+    verdict = check_guard(with_body(f"def {name} := 1"))
+    assert not verdict.passed, name
+    assert verdict.word == part
+    assert verdict.line == 3
+
+
+def test_banned_words_cover_the_seed_list() -> None:
+    seed = (
+        "sorry admit native_decide ofReduceBool axiom opaque implemented_by extern unsafe partial "
+        "macro macro_rules elab elab_rules syntax notation infix infixl infixr prefix postfix "
+        "initialize #eval run_cmd run_tac run_elab run_meta IO init evalExpr"
+    ).split()
+    assert set(seed) <= set(BANNED_WORDS)
+    # `decide +native` and `set_option debug.*` are enforced through these two words.
+    assert {"native", "debug", "skipKernelTC", "prelude", "sorryAx", "builtin_initialize"} <= set(
+        BANNED_WORDS
+    )
+
+
+def test_word_lists_are_consistent() -> None:
+    assert len(set(BANNED_WORDS)) == len(BANNED_WORDS)
+    assert set(BANNED_WORD_PARTS) <= set(BANNED_WORDS)
+    assert all(part == part.lower() for part in BANNED_WORD_PARTS)
+    assert "maxRecDepth" in ALLOWED_OPTIONS and "maxHeartbeats" in ALLOWED_OPTIONS
+    assert all(rule.strip() for rule in GUARD_RULES)
+    assert "#eval" not in ALLOWED_HASH_COMMANDS and "tactic" not in ALLOWED_ATTRIBUTE_WORDS
+
+
+# --- bypass attempts -----------------------------------------------------------------------------
+
+BYPASSES: list[tuple[str, str, str]] = [
+    # (id, file text, the word the verdict must name)
+    ("escaped-sorry", with_body("theorem t : True := by «sorry»"), "«"),
+    ("escaped-debug-option", with_body("set_option «debug».skipKernelTC true"), "«"),
+    ("escaped-namespace", with_body("open Lean.«Elab»"), "«"),
+    ("closing-guillemet-alone", with_body("def x := 1 -- »"), "»"),
+    ("debug-option", with_body("set_option debug.skipKernelTC true"), "debug"),
+    ("debug-option-line-break", with_body("set_option\n  debug.skipKernelTC\n  true in"), "debug"),
+    ("skipKernelTC-alone", with_body("-- skipKernelTC"), "skipKernelTC"),
+    ("decide-native", with_body("example : 1 = 1 := by decide +native"), "native"),
+    ("decide-native-nospace", with_body("example : 1 = 1 := by decide+native"), "native"),
+    ("decide-native-wide", with_body("example : 1 = 1 := by decide   +   native"), "native"),
+    ("decide-native-newline", with_body("example : 1 = 1 := by decide\n  +native"), "native"),
+    (
+        "decide-config-native",
+        with_body("example : 1 = 1 := by decide (config := { native := true })"),
+        "native",
+    ),
+    ("native-decide", with_body("example : 1 = 1 := by native_decide"), "native_decide"),
+    ("native-camel", with_body("def evalNativeDecide := 1"), "native"),
+    ("prelude", f"prelude\n{HEADER}{PROOF}", "prelude"),
+    ("sorryAx", with_body("theorem t : False := sorryAx False"), "sorryAx"),
+    ("sorry-dotted", with_body("def x := my.sorry"), "sorry"),
+    ("sorry-after-hex-literal", with_body("def x := 0xfsorry"), "sorry"),
+    ("sorry-after-number", with_body("def x := 1sorry"), "sorry"),
+    ("sorry-after-bang", with_body("theorem t : True := by exact!sorry"), "sorry"),
+    ("sorry-greek-neighbour", with_body("def x := αsorry"), "sorry"),
+    ("builtin_initialize", with_body("builtin_initialize foo : Nat ← pure 1"), "builtin_initialize"),
+    ("initialize", with_body("initialize pure ()"), "initialize"),
+    ("initialize-camel", with_body("def builtinInitialize := 1"), "builtin"),
+    ("initialize-part", with_body("def my_initialize := 1"), "initialize"),
+    ("eval-IO-write", with_body('#eval IO.FS.writeFile "Check.lean" "x"'), "#eval"),
+    ("eval-bang", with_body("#eval! (1 : Nat)"), "#eval"),
+    ("eval-glued", with_body("#evalsorry"), "#evalsorry"),
+    ("exit", with_body("#exit"), "#exit"),
+    ("guard-command", with_body("#guard 1 = 1"), "#guard"),
+    ("guard-msgs", with_body("#guard_msgs in #check 1"), "#guard_msgs"),
+    ("IO-dotted", with_body("def w := IO.FS.writeFile"), "IO"),
+    ("unsafeBaseIO", with_body("def w := unsafeBaseIO"), "unsafeBaseIO"),
+    ("unsafe-part", with_body("def w := my_unsafe_thing"), "unsafe"),
+    ("run_cmd", with_body("run_cmd pure ()"), "run_cmd"),
+    ("declare-syntax-cat", with_body("declare_syntax_cat foo"), "declare_syntax_cat"),
+    (
+        "macro-attribute",
+        with_body("@[macro Lean.Parser.Term.app] def m : Lean.Macro := fun _ => default"),
+        "macro",
+    ),
+    ("init-attribute-only", with_body("@[init foo] def x := 1"), "init"),
+    ("tactic-attribute", with_body("@[tactic foo] def x := 1"), "tactic"),
+    ("command-elab-attribute", with_body("attribute [command_elab foo] x"), "command_elab"),
+    ("unlisted-attribute", with_body("@[simp, combinator_formatter foo] def x := 1"), "combinator_formatter"),
+    ("attribute-after-comment", with_body("attribute /- hi -/ [tactic foo] x"), "attribute"),
+    ("attribute-comment-inside", with_body("@[simp -- ]\n , tactic foo] def x := 1"), "@["),
+    ("attribute-string-inside", with_body('@[simp "]" , tactic foo] def x := 1'), "@["),
+    ("attribute-unterminated", with_body("@[simp def x := 1"), "@["),
+    (
+        "profiler-output-option",
+        with_body('set_option trace.profiler.output "/tmp/x" in'),
+        "trace.profiler.output",
+    ),
+    ("unknown-option", with_body("set_option bogus true"), "bogus"),
+    ("export", with_body("export LeanCheckedNetwork (answer)"), "export"),
+    ("Elab-namespace", with_body("open Lean.Elab.Command"), "Elab"),
+    ("Meta-namespace", with_body("open Lean.Meta"), "Meta"),
+    ("bidi-override", with_body("-- \u202e reversed"), "\u202e"),
+    ("bidi-isolate", with_body("-- \u2066 isolated"), "\u2066"),
+    ("zero-width-space", with_body("def a\u200bb := 1"), "\u200b"),
+    ("zero-width-joiner", with_body("def a\u200db := 1"), "\u200d"),
+    ("byte-order-mark", "\ufeff" + HEADER + PROOF, "\ufeff"),
+    ("line-separator", with_body("-- a\u2028b"), "\u2028"),
+    ("nul", with_body("-- a\x00b"), "\x00"),
+    ("lone-surrogate", with_body("-- a\udc80b"), "\udc80"),
+    ("carriage-return", with_body("-- a\rimport Lean"), "\r"),
+    ("vertical-tab", with_body("-- a\x0bb"), "\x0b"),
+]
+
+
+@pytest.mark.parametrize(("text", "word"), [(t, w) for _, t, w in BYPASSES], ids=[i for i, _, _ in BYPASSES])
+def test_bypass_is_rejected(text: str, word: str) -> None:
+    verdict = check_guard(text)
+    assert not verdict.passed
+    assert verdict.word == word, verdict.reason
+
+
+# --- imports -------------------------------------------------------------------------------------
+
+IMPORT_CASES: list[tuple[str, str, str]] = [
+    ("import-Lean", f"import Lean\n{HEADER}{PROOF}", "import 'Lean' on line 1 is not allowed"),
+    ("import-Init", f"{HEADER}import Init.Data.List\n{PROOF}", "import 'Init.Data.List' on line 2"),
+    ("import-Mathlib", f"import Mathlib\n{HEADER}{PROOF}", "import 'Mathlib'"),
+    ("import-Submission", f"{HEADER}import LeanCheckedNetwork.Submission\n{PROOF}", "not allowed"),
+    ("import-all", f"import all {REQUIRED_IMPORT}\n{PROOF}", "import 'all'"),
+    ("import-newline", f"import\n{REQUIRED_IMPORT}\n{PROOF}", "not allowed"),
+    ("import-escaped", f"import «LeanCheckedNetwork».Weights\n{PROOF}", "escape"),
+    ("import-trailing-dot", f"import {REQUIRED_IMPORT}.Foo\n{PROOF}", "not allowed"),
+    (
+        "public-import",
+        f"{HEADER}public import LeanCheckedNetwork.Network\n{PROOF}",
+        "outside the file header",
+    ),
+    ("meta-import", f"{HEADER}meta import LeanCheckedNetwork.Network\n{PROOF}", "meta"),
+    ("module-header", f"module\n{HEADER}{PROOF}", "'module' header"),
+    ("module-after-comment", f"/- doc -/\nmodule\n{HEADER}{PROOF}", "'module' header"),
+    ("missing-weights", f"import LeanCheckedNetwork.Network\n{PROOF}", "missing required"),
+    ("import-only-in-line-comment", f"-- {HEADER}{PROOF}", "missing required"),
+    ("import-only-in-block-comment", f"/- {HEADER} -/{PROOF}", "missing required"),
+    ("import-in-nested-comment", f"/- /- -/ {HEADER} -/{PROOF}", "missing required"),
+    ("import-after-docstring", f"/-- doc -/\n{HEADER}{PROOF}", "missing required"),
+    ("import-after-declaration", f"def x := 1\n{HEADER}{PROOF}", "missing required"),
+    (
+        "second-import-after-body",
+        f"{HEADER}{PROOF}\nimport LeanCheckedNetwork.Network\n",
+        "outside the file header",
+    ),
+    (
+        "import-word-in-comment",
+        f"{HEADER}-- we import {REQUIRED_IMPORT} above\n{PROOF}",
+        "outside the file header",
+    ),
+    ("unterminated-comment", f"/- {HEADER}{PROOF}", "missing required"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"), [(t, r) for _, t, r in IMPORT_CASES], ids=[i for i, _, _ in IMPORT_CASES]
+)
+def test_import_rule(text: str, reason: str) -> None:
+    verdict = check_guard(text)
+    assert not verdict.passed
+    assert reason in verdict.reason, verdict.reason
+
+
+def test_missing_import_reason_names_the_module() -> None:
+    verdict = check_guard(PROOF)
+    assert verdict.reason == f"missing required 'import {REQUIRED_IMPORT}' in the file header"
+
+
+# --- the three historical exploits ---------------------------------------------------------------
+
+IX_A = """\
+import LeanCheckedNetwork.Network
+
+namespace LeanCheckedNetwork.Net
+def Spec : Prop := True
+theorem adds_mod_7 : Spec := trivial
+end LeanCheckedNetwork.Net
+"""
+
+IX_B = """\
+import LeanCheckedNetwork.Weights
+
+#eval IO.FS.writeFile "Check.lean" "theorem leanModAddProofCheck_statement_matches : True := trivial"
+
+theorem LeanCheckedNetwork.Net.adds_mod_7 : True := trivial
+"""
+
+IX_C = """\
+import LeanCheckedNetwork.Weights
+
+def LeanModAddProofCheck.LeanCheckedNetwork.Net.Spec : Prop := True
+
+theorem LeanCheckedNetwork.Net.adds_mod_7 : LeanModAddProofCheck.LeanCheckedNetwork.Net.Spec := trivial
+"""
+
+
+def test_ix_a_own_spec_without_weights_import_is_rejected() -> None:
+    verdict = check_guard(IX_A)
+    assert not verdict.passed
+    assert "missing required" in verdict.reason
+
+
+def test_ix_b_eval_writing_check_lean_is_rejected() -> None:
+    verdict = check_guard(IX_B)
+    assert not verdict.passed
+    assert verdict.word == "#eval" and verdict.line == 3
+
+
+def test_ix_c_passes_the_guard_by_design() -> None:
+    # ix_c uses no banned word: the guard cannot and does not stop it. Stage 4 does: Check.lean
+    # has an undotted theorem name and writes `_root_.LeanCheckedNetwork.Net.Spec`, so the planted
+    # `LeanModAddProofCheck.LeanCheckedNetwork.Net.Spec` is never resolved (tested with Check.lean).
+    assert check_guard(IX_C).passed
+
+
+# --- legitimate files must pass ------------------------------------------------------------------
+
+PASSING: list[tuple[str, str]] = [
+    *[(f"reference-p{p}", reference_submission(p)) for p in (5, 7, 11, 13, 17, 19, 23)],
+    ("maxRecDepth", f"{HEADER}\nset_option maxRecDepth 100000 in\n{PROOF.strip()}\n"),
+    (
+        "maxHeartbeats-0",
+        f"{HEADER}\nset_option maxHeartbeats 0 in\nset_option maxRecDepth 20000 in\n{PROOF.strip()}\n",
+    ),
+    ("pp-option", with_body("set_option pp.all true in\n#check 1")),
+    (
+        "substrings",
+        with_body("def initial_value := 0\ndef prefix_sum := 1\ndef partial_sum := 2\ndef axiomatic_x := 3"),
+    ),
+    (
+        "lowercase-neighbours",
+        with_body("-- an alternative route; alternatively, unsorryable\ndef elaborate := 1"),
+    ),
+    (
+        "comments-mentioning-network",
+        with_body(
+            "-- Network.lean defines `answer`; the kernel evaluates it.\n/- nested /- comment -/ here -/"
+        ),
+    ),
+    ("comment-before-import", f"/- Submission for p = 7 /- nested -/ -/\n-- header comment\n{HEADER}{PROOF}"),
+    ("both-imports", f"import LeanCheckedNetwork.Network\n{HEADER}{PROOF}"),
+    ("imports-one-line", f"import LeanCheckedNetwork.Network import {REQUIRED_IMPORT}\n{PROOF}"),
+    ("import-two-spaces", f"import  {REQUIRED_IMPORT}\n{PROOF}"),
+    ("import-trailing-comment", f"import {REQUIRED_IMPORT} -- the weights\n{PROOF}"),
+    (
+        "simp-attributes",
+        with_body(
+            "@[simp] theorem z : 0 + 0 = 0 := rfl\nattribute [local simp] Nat.add_comm\n"
+            "@[simp 1100, reducible] def q := 1"
+        ),
+    ),
+    ("local-instance", with_body("local instance : Inhabited Nat := ⟨0⟩")),
+    ("decidable-instance", with_body("instance (n : Nat) : Decidable (n < 5) := Nat.decLt n 5")),
+    (
+        "hash-check-print",
+        with_body("#check LeanCheckedNetwork.answer\n#print axioms Nat.add_comm\n#reduce 1 + 1"),
+    ),
+    ("tactic-in-comment", with_body("-- the decide tactic runs in the kernel")),
+    ("ratio-and-types", with_body("def ratio := 1\n-- BaseIO and EIO are only mentioned")),
+    ("decide-config-kernel", with_body("example : 1 = 1 := by decide (config := { kernel := true })")),
+    ("cyrillic-look-alike", with_body("-- ѕorry is a different identifier to Lean")),
+    ("array-literal-and-raw-string", with_body('def a := #[1, 2]\ndef s := r#"x"#')),
+    (
+        "namespace-and-open",
+        with_body("namespace LeanCheckedNetwork.Net\nopen LeanCheckedNetwork\nend LeanCheckedNetwork.Net"),
+    ),
+    ("tabs-are-lean's-problem", with_body("def x :=\t1")),
+]
+
+
+@pytest.mark.parametrize("text", [t for _, t in PASSING], ids=[i for i, _ in PASSING])
+def test_legitimate_file_passes(text: str) -> None:
+    verdict = check_guard(text)
+    assert verdict.passed, verdict.reason
+    assert verdict == GuardVerdict(True, "ok", None, None)
+
+
+# --- robustness ----------------------------------------------------------------------------------
+
+
+def test_verdict_is_frozen() -> None:
+    verdict = check_guard(PROOF)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.passed = True  # type: ignore[misc]
+
+
+def test_never_raises_on_random_text() -> None:
+    rng = random.Random(20261016)
+    alphabet = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ .\n-/[]@#«»'\"(){}:=")
+    alphabet += ["\x00", "\r", "\t", "\u202e", "\udc80", "α", "₁", "→", "sorry", "import ", "/-", "-/", "@["]
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        verdict = check_guard(rng.choice(["", HEADER]) + text)
+        assert isinstance(verdict, GuardVerdict)
+        assert verdict.passed or verdict.reason
+
+
+LARGE = 5_000_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        HEADER + "a " * (LARGE // 2),
+        HEADER + " ".join(f"alternative{i}" for i in range(LARGE // 16)),
+        HEADER + "a" * LARGE,
+        HEADER + "@[" * (LARGE // 4) + "]" * (LARGE // 4),
+        HEADER + "@[simp] def x := 1\n" * (LARGE // 20),
+        "/- " * (LARGE // 3) + "-/" * (LARGE // 3) + HEADER,
+        HEADER * (LARGE // len(HEADER)),
+        HEADER + "0" + "IOx" * (LARGE // 3),
+        HEADER + "α₁ " * (LARGE // 3),
+    ],
+    ids=[
+        "words",
+        "distinct-words",
+        "one-run",
+        "nested-attrs",
+        "many-attrs",
+        "nested-comments",
+        "imports",
+        "digit-run",
+        "unicode",
+    ],
+)
+def test_five_megabytes_is_fast(text: str) -> None:
+    # Linear work takes well under a second here; anything quadratic would take minutes. The
+    # bound is loose so that a slow CI machine does not flake.
+    started = time.perf_counter()
+    check_guard(text)
+    assert time.perf_counter() - started < 3.0

@@ -1,0 +1,506 @@
+"""The taskset without a model or a harness: loading, the prompt, config resolution, and
+offline scoring of hand-built traces (verifiers-v1.md §7). None of this needs Lean: where a
+grade reaches the toolchain stage, the toolchain is forced missing, so these tests say the same
+thing on a machine that has Lean."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from pathlib import Path
+
+import pytest
+import verifiers.v1 as vf
+from pydantic import ValidationError
+
+import lean_mod_add_proof
+from lean_mod_add_proof.constants import (
+    ALLOWED_AXIOMS,
+    ALLOWED_IMPORTS,
+    reference_submission,
+    theorem_signature,
+)
+from lean_mod_add_proof.dataset.tasks import (
+    DEFAULT_TASKS_DIR,
+    NETWORK_LEAN_PATH,
+    sha256_text,
+    split_for_seed,
+    task_id,
+)
+from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
+from lean_mod_add_proof.grading.guard import BANNED_WORDS
+from lean_mod_add_proof.grading.result import GraderConfig
+from lean_mod_add_proof.taskset import (
+    INFO_KEY,
+    LeanEnv,
+    LeanEnvConfig,
+    LeanModAddProofTaskset,
+    LeanTask,
+    LeanTaskConfig,
+    LeanTasksetConfig,
+)
+
+TASKSET_ID = "lean-mod-add-proof"
+STAGE_KEYS = {
+    f"lean_stages/{k}"
+    for k in (
+        "guard_passed",
+        "build_passed",
+        "leanchecker_passed",
+        "statement_passed",
+        "axioms_passed",
+        "grader_seconds",
+    )
+}
+
+
+def make_task_set(root: Path, specs=((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0))) -> Path:
+    """A small generated-format task set (random weights: these tests never run Lean)."""
+    root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    rng = random.Random(0)
+    for p, hidden, seed in specs:
+        tid = task_id(p, hidden, seed)
+        mats = [[[rng.randint(-127, 127) for _ in range(hidden)] for _ in range(p)] for _ in range(3)]
+        text = render_weights_lean(tid, p, hidden, seed, *mats)
+        (root / tid).mkdir()
+        (root / tid / "Weights.lean").write_text(text, encoding="utf-8")
+        rows.append(
+            {
+                "id": tid,
+                "p": p,
+                "hidden": hidden,
+                "seed": seed,
+                "split": split_for_seed(seed),
+                "train_fraction": 1.0,
+                "theorem": f"LeanCheckedNetwork.Net.adds_mod_{p}",
+                "weights_sha256": sha256_text(text),
+                "min_margin": 1,
+                "n_pairs": p * p,
+                "n_train_pairs": p * p,
+                "max_abs_weight": 127,
+            }
+        )
+    (root / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path) -> Path:
+    return make_task_set(tmp_path / "tasks")
+
+
+@pytest.fixture
+def no_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty directory as the configured toolchain, and an empty ELAN_HOME."""
+    empty = tmp_path / "no-toolchain"
+    empty.mkdir()
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "empty-elan"))
+    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOOLCHAIN", raising=False)
+    return empty
+
+
+def rows_of(tasks_dir: Path) -> list[dict]:
+    lines = (tasks_dir / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def taskset(tasks_dir: Path | None, **cfg) -> LeanModAddProofTaskset:
+    task = cfg.pop("task", {})
+    return LeanModAddProofTaskset(
+        LeanTasksetConfig(id=TASKSET_ID, tasks_dir=tasks_dir, task=LeanTaskConfig(**task), **cfg)
+    )
+
+
+def make_trace(task: vf.Task, reply: str) -> vf.Trace:
+    return vf.Trace(
+        agent=vf.AgentInfo(config=vf.AgentConfig()),
+        task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+        nodes=[
+            vf.MessageNode(parent=None, message=vf.UserMessage(content=task.data.prompt_text)),
+            vf.MessageNode(parent=0, message=vf.AssistantMessage(content=reply), sampled=True),
+        ],
+    )
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("split", ["train", "eval", "all"])
+@pytest.mark.parametrize("max_p", [None, 5, 7])
+def test_load_counts_match_tasks_jsonl(tasks_dir: Path, split: str, max_p: int | None) -> None:
+    expected = [
+        r["id"]
+        for r in rows_of(tasks_dir)
+        if (split == "all" or r["split"] == split) and (max_p is None or r["p"] <= max_p)
+    ]
+    if not expected:
+        with pytest.raises(ValueError, match="no task"):
+            list(taskset(tasks_dir, split=split, max_p=max_p))
+        return
+    tasks = list(taskset(tasks_dir, split=split, max_p=max_p))
+    assert [t.data.id for t in tasks] == expected
+    assert [t.key for t in tasks] == expected
+    assert [t.data.idx for t in tasks] == list(range(len(expected)))
+
+
+@pytest.mark.skipif(
+    not (DEFAULT_TASKS_DIR / "tasks.jsonl").is_file(), reason="packaged task set not generated yet"
+)
+@pytest.mark.parametrize(
+    ("split", "max_p"),
+    [("train", None), ("eval", None), ("all", None), ("train", 7), ("eval", 11), ("all", 23)],
+)
+def test_packaged_set_counts(split: str, max_p: int | None) -> None:
+    rows = rows_of(DEFAULT_TASKS_DIR)
+    expected = [
+        r["id"]
+        for r in rows
+        if (split == "all" or r["split"] == split) and (max_p is None or r["p"] <= max_p)
+    ]
+    assert [t.key for t in taskset(None, split=split, max_p=max_p)] == expected
+
+
+def test_task_data_is_small_and_json(tasks_dir: Path) -> None:
+    task = next(iter(taskset(tasks_dir, split="all")))
+    dumped = task.data.model_dump(mode="json")
+    assert {
+        "p",
+        "hidden",
+        "seed",
+        "split",
+        "train_fraction",
+        "theorem",
+        "id",
+        "name",
+        "prompt",
+        "system_prompt",
+    } <= set(dumped)
+    weights = (tasks_dir / task.data.id / "Weights.lean").read_text(encoding="utf-8")
+    # The Weights text appears once: in the prompt, nowhere else.
+    assert json.dumps(dumped).count(json.dumps(weights)[1:-1]) == 1
+    assert task.data.split == "train" and task.data.theorem.endswith(f"adds_mod_{task.data.p}")
+
+
+def test_prompt_contents(tasks_dir: Path) -> None:
+    network = NETWORK_LEAN_PATH.read_bytes().decode("utf-8")
+    for task in taskset(tasks_dir, split="all", task={"timeout_s": 123}):
+        prompt = task.data.prompt
+        assert isinstance(prompt, str)
+        weights = (tasks_dir / task.data.id / "Weights.lean").read_bytes().decode("utf-8")
+        assert network in prompt and weights in prompt
+        assert theorem_signature(task.data.p) in prompt
+        for word in BANNED_WORDS:
+            assert f"`{word}`" in prompt, word
+        for module in ALLOWED_IMPORTS:
+            assert module in prompt
+        for axiom in ALLOWED_AXIOMS:
+            assert axiom in prompt
+        assert "123 seconds" in prompt
+        assert "```lean" in prompt and "LeanCheckedNetwork/Submission.lean" in prompt
+        # Statement, Network.lean, Weights.lean, theorem, rules: in that order.
+        order = [
+            prompt.index("Prove in Lean 4"),
+            prompt.index(network),
+            prompt.index(weights),
+            prompt.index(theorem_signature(task.data.p)),
+            prompt.index("## Rules"),
+        ]
+        assert order == sorted(order)
+        assert task.data.system_prompt
+
+
+def test_grader_config_is_built_from_task_config(tmp_path: Path) -> None:
+    cfg = LeanTaskConfig(
+        timeout_s=12,
+        axioms_mode="exact",
+        work_root=tmp_path,
+        keep_packages=True,
+        memory_mb=512,
+        max_concurrent=2,
+        sandbox="off",
+        cache_dir=tmp_path / "c",
+    )
+    grader = cfg.grader_config()
+    assert isinstance(grader, GraderConfig)
+    assert (
+        grader.timeout_s,
+        grader.axioms_mode,
+        grader.work_root,
+        grader.keep_packages,
+        grader.memory_mb,
+        grader.max_concurrent,
+        grader.sandbox,
+        grader.cache_dir,
+    ) == (12, "exact", tmp_path, True, 512, 2, "off", tmp_path / "c")
+    assert LeanTaskConfig().grader_config() == GraderConfig()
+
+
+# --- package exports and config resolution --------------------------------------------------------
+
+
+def test_package_exports_one_taskset_and_one_env() -> None:
+    assert sorted(lean_mod_add_proof.__all__) == ["LeanEnv", "LeanModAddProofTaskset"]
+    assert vf.taskset_config_type(TASKSET_ID) is LeanTasksetConfig
+    assert vf.environment_class(TASKSET_ID) is LeanEnv
+    assert vf.task_type(TASKSET_ID) is LeanTask
+
+
+def test_resolve_env_config_defaults_and_values(tasks_dir: Path) -> None:
+    cfg = vf.resolve_env_config(
+        {
+            "taskset": {
+                "id": TASKSET_ID,
+                "split": "eval",
+                "max_p": 11,
+                "tasks_dir": str(tasks_dir),
+                "task": {"timeout_s": 600, "axioms_mode": "exact"},
+            }
+        }
+    )
+    assert isinstance(cfg, LeanEnvConfig)
+    assert isinstance(cfg.taskset, LeanTasksetConfig) and isinstance(cfg.taskset.task, LeanTaskConfig)
+    assert (cfg.taskset.split, cfg.taskset.max_p, cfg.taskset.tasks_dir) == ("eval", 11, tasks_dir.resolve())
+    assert (cfg.taskset.task.timeout_s, cfg.taskset.task.axioms_mode) == (600, "exact")
+    # The Env's defaults: null harness on the subprocess runtime.
+    assert cfg.agent.harness.id == "null"
+    assert cfg.agent.runtime.type == "subprocess"
+    ts = vf.load_taskset(cfg.taskset)
+    assert [t.key for t in ts] == ["p05_h08_s2"]
+
+
+@pytest.mark.parametrize(
+    ("taskset_cfg", "field"),
+    [
+        ({"split": "bogus"}, "split"),
+        ({"max_p": -1}, "max_p"),
+        ({"tasks_dir": "/nonexistent/lean-tasks"}, "tasks_dir"),
+        ({"task": {"timeout_s": 0}}, "timeout_s"),
+        ({"task": {"axioms_mode": "none"}}, "axioms_mode"),
+        ({"task": {"memory_mb": 1}}, "memory_mb"),
+        ({"task": {"sandbox": "maybe"}}, "sandbox"),
+        ({"max_pp": 3}, "max_pp"),
+    ],
+)
+def test_resolve_env_config_rejects_bad_values(taskset_cfg: dict, field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        vf.resolve_env_config({"taskset": {"id": TASKSET_ID, **taskset_cfg}})
+    assert field in str(info.value)
+
+
+def test_tasks_dir_without_index_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match=r"tasks_dir[\s\S]*no tasks.jsonl"):
+        vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "tasks_dir": str(tmp_path)}})
+
+
+def test_tasks_dir_with_tampered_weights_is_rejected(tasks_dir: Path) -> None:
+    path = tasks_dir / "p05_h08_s0" / "Weights.lean"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("Int.ofNat", "Int.ofNat 1 +", 1), encoding="utf-8"
+    )
+    with pytest.raises(ValidationError, match=r"tasks_dir[\s\S]*weights_sha256"):
+        vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "tasks_dir": str(tasks_dir)}})
+
+
+# --- offline scoring -------------------------------------------------------------------------------
+
+
+def score(task: LeanTask, reply: str) -> vf.Trace:
+    trace = make_trace(task, reply)
+    asyncio.run(task.score(trace))
+    return trace
+
+
+def assert_zero_with_reason(trace: vf.Trace) -> dict:
+    assert trace.rewards["kernel_accepts"].score == 0.0
+    assert trace.reward == 0.0
+    assert STAGE_KEYS <= set(trace.metrics)
+    assert all(isinstance(v, float) for v in trace.metrics.values())
+    info = trace.info[INFO_KEY]
+    assert info["reason"] and info["accepted"] is False and info["reward"] == 0.0
+    assert not trace.errors
+    # What the grader adds serialises as traces.jsonl needs it (UTF-8 JSON; the hand-built reply
+    # itself may hold lone surrogates, which is the framework's business, not the grader's).
+    json.dumps({"info": trace.info, "metrics": trace.metrics}, ensure_ascii=False).encode("utf-8")
+    trace.model_dump_json(exclude={"nodes"})
+    return info
+
+
+@pytest.fixture
+def task(tasks_dir: Path, no_toolchain: Path) -> LeanTask:
+    ts = taskset(tasks_dir, split="train", max_p=5, task={"toolchain_dir": no_toolchain, "timeout_s": 30})
+    return next(iter(ts))
+
+
+def test_score_no_code_block(task: LeanTask) -> None:
+    info = assert_zero_with_reason(score(task, "The network adds, trust me."))
+    assert info["failed_stage"] == "extract"
+    assert info["guard_passed"] is False
+
+
+def test_score_guard_failure(task: LeanTask) -> None:
+    reply = "```lean\n" + reference_submission(task.data.p).replace("decide +kernel", "sorry") + "```"
+    trace = score(task, reply)
+    info = assert_zero_with_reason(trace)
+    assert info["failed_stage"] == "guard"
+    assert "sorry" in info["reason"]
+    assert trace.metrics["lean_stages/guard_passed"] == 0.0
+
+
+def test_score_reference_without_toolchain(task: LeanTask) -> None:
+    trace = score(task, "```lean\n" + reference_submission(task.data.p) + "```")
+    info = assert_zero_with_reason(trace)
+    assert info["guard_passed"] is True
+    assert trace.metrics["lean_stages/guard_passed"] == 1.0
+    assert trace.metrics["lean_stages/build_passed"] == 0.0
+    assert info["failed_stage"] == "toolchain"
+    assert "Lean toolchain not found" in info["reason"]
+
+
+def test_score_huge_reply(task: LeanTask) -> None:
+    filler = "-- " + "x" * 77 + "\n"
+    body = reference_submission(task.data.p) + filler * 60_000  # about 4.8 MB
+    reply = "Here it is.\n```lean\n" + body + "```\n" + "y" * 1_000_000
+    started = time.monotonic()
+    trace = score(task, reply)
+    assert time.monotonic() - started < 60
+    assert_zero_with_reason(trace)
+    assert len(json.dumps(trace.info[INFO_KEY])) < 1_000_000  # the grade does not copy the reply
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "```lean\nimport LeanCheckedNetwork.Weights\x00\n\ntheorem x : True := trivial\n```",
+        "```lean\n\ud800\udfff import LeanCheckedNetwork.Weights \udcff\n```",
+        "\x00" * 10_000,
+        "```lean\n" + "\x00\ufffe\uffff" * 1000 + "\n```",
+    ],
+)
+def test_score_binary_junk(task: LeanTask, reply: str) -> None:
+    assert_zero_with_reason(score(task, reply))
+
+
+def test_score_empty_reply(task: LeanTask) -> None:
+    assert_zero_with_reason(score(task, ""))
+
+
+def test_reward_reads_cached_grade(task: LeanTask, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    original = LeanTask.grade_trace
+
+    async def counting(self, trace):
+        calls.append(1)
+        return await original(self, trace)
+
+    monkeypatch.setattr(LeanTask, "grade_trace", counting)
+    score(task, "no code")
+    assert len(calls) == 1
+
+
+def test_reward_grades_when_cache_missing(task: LeanTask) -> None:
+    trace = make_trace(task, "```lean\n" + reference_submission(task.data.p) + "```")
+    assert asyncio.run(task.kernel_accepts(trace)) == 0.0
+    assert "Lean toolchain not found" in trace.info[INFO_KEY]["reason"]
+
+
+def test_grader_crash_is_a_zero_not_an_error(task: LeanTask, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lean_mod_add_proof.taskset as module
+
+    async def boom(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(module, "grade_reply", boom)
+    info = assert_zero_with_reason(score(task, "```lean\nx\n```"))
+    assert "disk on fire" in info["reason"]
+
+
+def test_weights_changed_after_loading_is_a_zero(task: LeanTask, tasks_dir: Path) -> None:
+    path = tasks_dir / task.data.id / "Weights.lean"
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    info = assert_zero_with_reason(score(task, "```lean\n" + reference_submission(task.data.p) + "```"))
+    assert "weights_sha256" in info["reason"]
+
+
+def test_validate_without_toolchain_is_false(task: LeanTask) -> None:
+    assert asyncio.run(task.validate()) is False
+
+
+def test_env_builds_with_null_harness_and_subprocess_runtime(tasks_dir: Path) -> None:
+    cfg = vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "tasks_dir": str(tasks_dir)}})
+    env = vf.load_environment(cfg)
+    assert isinstance(env, LeanEnv) and isinstance(env, vf.SingleAgentEnv)
+    assert cfg.agent.harness.id == "null" and cfg.agent.runtime.type == "subprocess"
+    override = vf.resolve_env_config(
+        {"taskset": {"id": TASKSET_ID}, "agent": {"runtime": {"type": "docker"}}}
+    )
+    assert override.agent.runtime.type == "docker"
+
+
+def test_accepted_grade_gives_reward_one(task: LeanTask, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lean_mod_add_proof.taskset as module
+    from lean_mod_add_proof.grading.result import GradeResult
+
+    async def accept(reply, record, weights_lean, config):
+        assert record.id == task.data.id and config.timeout_s == 30
+        return GradeResult(
+            reward=1.0,
+            accepted=True,
+            stage_reached="axioms",
+            reason="accepted",
+            task_id=record.id,
+            guard_passed=True,
+            build_passed=True,
+            leanchecker_passed=True,
+            statement_passed=True,
+            axioms_passed=True,
+            grader_seconds=1.5,
+        )
+
+    monkeypatch.setattr(module, "grade_reply", accept)
+    trace = score(task, "```lean\n" + reference_submission(task.data.p) + "```")
+    assert trace.reward == 1.0 and trace.rewards["kernel_accepts"].score == 1.0
+    assert {k: trace.metrics[k] for k in STAGE_KEYS} == {
+        **{k: 1.0 for k in STAGE_KEYS},
+        "lean_stages/grader_seconds": 1.5,
+    }
+    assert trace.info[INFO_KEY]["accepted"] is True
+
+
+def test_plumbing_with_the_toolchain_double(tasks_dir: Path, tmp_path: Path) -> None:
+    """The shell test double of the toolchain (tests/toolchain_double: not Lean, proves nothing)
+    accepts whatever it is scripted to; this only shows a grade that passes every stage reaches
+    the trace as reward 1.0 with every stage flag set."""
+    double = Path(__file__).resolve().parent / "toolchain_double"
+    if not (double / "bin" / "lake").is_file():
+        pytest.skip("tests/toolchain_double not present")
+    ts = taskset(
+        tasks_dir,
+        split="train",
+        max_p=5,
+        task={
+            "toolchain_dir": double,
+            "sandbox": "off",
+            "work_root": tmp_path / "work",
+            "cache_dir": tmp_path / "cache",
+            "timeout_s": 60,
+            "memory_mb": 1024,
+        },
+    )
+    task = next(iter(ts))
+    trace = score(task, "```lean\n" + reference_submission(task.data.p) + "```")
+    info = trace.info[INFO_KEY]
+    if info["failed_stage"] == "toolchain" and "prlimit" in info["reason"]:
+        pytest.skip(info["reason"])
+    assert trace.reward == 1.0, info["reason"]
+    assert all(trace.metrics[k] == 1.0 for k in STAGE_KEYS if not k.endswith("grader_seconds"))
+    assert "toolchain double" in (info["toolchain"] or "")
+
+
+def test_surrogates_and_nul_are_rejected_by_the_extractor(task: LeanTask) -> None:
+    info = assert_zero_with_reason(score(task, "```lean\nimport LeanCheckedNetwork.Weights \ud800\n```"))
+    assert info["failed_stage"] == "extract"
+    info = assert_zero_with_reason(score(task, "```lean\nimport LeanCheckedNetwork.Weights\x00\n```"))
+    assert info["failed_stage"] == "extract"
