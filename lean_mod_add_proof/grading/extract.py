@@ -30,6 +30,7 @@ are cheap. Nothing here raises on any `str`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -63,15 +64,11 @@ def _normalise_newlines(reply: str) -> str:
     return reply.replace("\r\n", "\n").replace("\r", "\n")
 
 
+@functools.lru_cache(maxsize=64)
 def _closing_re(char: str, length: int) -> re.Pattern[str]:
-    key = (char, length)
-    if (pattern := _CLOSING_CACHE.get(key)) is None:
-        pattern = re.compile(rf"^ {{0,3}}{re.escape(char)}{{{length},}}[ \t]*$", re.MULTILINE)
-        _CLOSING_CACHE[key] = pattern
-    return pattern
-
-
-_CLOSING_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
+    """A line that closes a fence of `length` times `char` (bounded cache: fence lengths are
+    chosen by the model)."""
+    return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{length},}}[ \t]*$", re.MULTILINE)
 
 
 def _blocks(text: str) -> list[_Block]:

@@ -57,7 +57,7 @@ built-in names could be redefined), `sorryAx`, `builtin*`, `export` (alias plant
 (metaprogramming and faked elaborator types for code-running attributes), `ofReduceNat`,
 `reduceBool`, `reduceNat`, `trustCompiler`, `bv_decide` (compiler-trusting proofs), `dbg`/
 `dbg_trace`/`dbgTrace` (evaluation side channels), `delab`, `app_unexpander`, `csimp`,
-`simproc`, `binder_predicate`, `register_option`, `register_simp_attr`, `register_label_attr`
+`simproc`, `dsimproc`, `binder_predicate`, `register_option`, `register_simp_attr`, `register_label_attr`
 (commands that expand to banned ones), `bootstrap` (bootstrap options), `extern` as a part.
 Deliberately allowed: `tactic` (common in comments; its attribute is stopped by rule 5),
 `maxHeartbeats`/`maxRecDepth` options, `local instance`, `attribute [simp]`, `partial_fixpoint`
@@ -101,7 +101,7 @@ BANNED_WORDS: tuple[str, ...] = (
     "skipKernelTC", "prelude", "sorryAx", "builtin_initialize",
     # Defence in depth (see the module docstring).
     "#exit", "export", "builtin", "builtin_init", "command_elab", "term_elab", "delab",
-    "app_unexpander", "csimp", "simproc", "binder_predicate", "declare_syntax_cat",
+    "app_unexpander", "csimp", "simproc", "dsimproc", "binder_predicate", "declare_syntax_cat",
     "register_option", "register_simp_attr", "register_label_attr", "meta", "Meta", "Elab",
     "Environment", "addDecl", "evalDecl", "evalConst", "compileDecl", "ofReduceNat",
     "reduceBool", "reduceNat", "trustCompiler", "bv_decide", "unsafeCast", "unsafeBaseIO",
