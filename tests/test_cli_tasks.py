@@ -3,51 +3,17 @@
 from __future__ import annotations
 
 import json
-import random
 import time
 from pathlib import Path
 
 import pytest
+from conftest import make_task_set
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.constants import reference_submission, theorem_signature
 from lean_mod_add_proof.dataset.tasks import (
     NETWORK_LEAN_PATH,
-    sha256_text,
-    split_for_seed,
-    task_id,
 )
-from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
-
-
-def make_task_set(root: Path, specs=((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0))) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    rows = []
-    rng = random.Random(1)
-    for p, hidden, seed in specs:
-        tid = task_id(p, hidden, seed)
-        mats = [[[rng.randint(-127, 127) for _ in range(hidden)] for _ in range(p)] for _ in range(3)]
-        text = render_weights_lean(tid, p, hidden, seed, *mats)
-        (root / tid).mkdir()
-        (root / tid / "Weights.lean").write_text(text, encoding="utf-8")
-        rows.append(
-            {
-                "id": tid,
-                "p": p,
-                "hidden": hidden,
-                "seed": seed,
-                "split": split_for_seed(seed),
-                "train_fraction": 0.9 if seed == 1 else 1.0,
-                "theorem": f"LeanCheckedNetwork.Net.adds_mod_{p}",
-                "weights_sha256": sha256_text(text),
-                "min_margin": 3 + seed,
-                "n_pairs": p * p,
-                "n_train_pairs": p * p,
-                "max_abs_weight": 127,
-            }
-        )
-    (root / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return root
 
 
 @pytest.fixture

@@ -19,23 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import STAGE_KEYS
 
 from lean_mod_add_proof.cli.baseline import running_server
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks
 from lean_mod_add_proof.demo import child_env, read_traces, vf_eval_argv
 
 TASKSET_ID = "lean-mod-add-proof"
-STAGE_KEYS = {
-    f"lean_stages/{k}"
-    for k in (
-        "guard_passed",
-        "build_passed",
-        "leanchecker_passed",
-        "statement_passed",
-        "axioms_passed",
-        "grader_seconds",
-    )
-}
 VENV_BIN = Path(sys.executable).parent
 
 needs_tasks = pytest.mark.skipif(

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from pathlib import Path
 
 import pytest
 import verifiers.v1 as vf
+from conftest import STAGE_KEYS, make_task_set
 from pydantic import ValidationError
 
 import lean_mod_add_proof
@@ -25,11 +25,7 @@ from lean_mod_add_proof.constants import (
 from lean_mod_add_proof.dataset.tasks import (
     DEFAULT_TASKS_DIR,
     NETWORK_LEAN_PATH,
-    sha256_text,
-    split_for_seed,
-    task_id,
 )
-from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
 from lean_mod_add_proof.grading.guard import BANNED_WORDS
 from lean_mod_add_proof.grading.result import GraderConfig
 from lean_mod_add_proof.taskset import (
@@ -43,48 +39,6 @@ from lean_mod_add_proof.taskset import (
 )
 
 TASKSET_ID = "lean-mod-add-proof"
-STAGE_KEYS = {
-    f"lean_stages/{k}"
-    for k in (
-        "guard_passed",
-        "build_passed",
-        "leanchecker_passed",
-        "statement_passed",
-        "axioms_passed",
-        "grader_seconds",
-    )
-}
-
-
-def make_task_set(root: Path, specs=((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0))) -> Path:
-    """A small generated-format task set (random weights: these tests never run Lean)."""
-    root.mkdir(parents=True, exist_ok=True)
-    rows = []
-    rng = random.Random(0)
-    for p, hidden, seed in specs:
-        tid = task_id(p, hidden, seed)
-        mats = [[[rng.randint(-127, 127) for _ in range(hidden)] for _ in range(p)] for _ in range(3)]
-        text = render_weights_lean(tid, p, hidden, seed, *mats)
-        (root / tid).mkdir()
-        (root / tid / "Weights.lean").write_text(text, encoding="utf-8")
-        rows.append(
-            {
-                "id": tid,
-                "p": p,
-                "hidden": hidden,
-                "seed": seed,
-                "split": split_for_seed(seed),
-                "train_fraction": 1.0,
-                "theorem": f"LeanCheckedNetwork.Net.adds_mod_{p}",
-                "weights_sha256": sha256_text(text),
-                "min_margin": 1,
-                "n_pairs": p * p,
-                "n_train_pairs": p * p,
-                "max_abs_weight": 127,
-            }
-        )
-    (root / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return root
 
 
 @pytest.fixture

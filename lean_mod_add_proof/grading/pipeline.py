@@ -241,24 +241,29 @@ class _Grade:
         if changed:
             raise _Failed(stage, f"trusted file changed during the {when}: {', '.join(changed[:5])}")
 
+    async def run_checked(
+        self, env: _Env, stage: Stage, argv: list[str], manifest: dict[str, str], deadline: float, when: str
+    ) -> None:
+        """Run one command that must exit 0 and leave every trusted file as it was."""
+        assert self.pkg is not None
+        out = self.record(await env.run(stage, argv, self.pkg, deadline))
+        if failure := command_failure(" ".join(argv), out, self.config.timeout_s):
+            raise _Failed(stage, failure)
+        await self.check_trusted(stage, manifest, when)
+
     async def build(self, env: _Env, submission: str, manifest: dict[str, str], deadline: float) -> None:
         assert self.pkg is not None
         await asyncio.to_thread(pkgmod.write_submission, self.pkg, submission)
-        out = self.record(await env.run("build", ["lake", "build", SUBMISSION_MODULE], self.pkg, deadline))
-        if failure := command_failure(f"lake build {SUBMISSION_MODULE}", out, self.config.timeout_s):
-            raise _Failed("build", failure)
         # lake build only warns on sorry; the guard and the axiom check cover that.
-        await self.check_trusted("build", manifest, "build")
+        await self.run_checked(
+            env, "build", ["lake", "build", SUBMISSION_MODULE], manifest, deadline, "build"
+        )
         self.result.build_passed = True
 
     async def leanchecker(self, env: _Env, manifest: dict[str, str], deadline: float) -> None:
-        assert self.pkg is not None
         self.begin("leanchecker")
         argv = ["lake", "env", "leanchecker", SUBMISSION_MODULE]
-        out = self.record(await env.run("leanchecker", argv, self.pkg, deadline))
-        if failure := command_failure("leanchecker", out, self.config.timeout_s):
-            raise _Failed("leanchecker", failure)
-        await self.check_trusted("leanchecker", manifest, "kernel replay")
+        await self.run_checked(env, "leanchecker", argv, manifest, deadline, "kernel replay")
         self.result.leanchecker_passed = True
 
     async def statement(self, env: _Env, manifest: dict[str, str], deadline: float) -> str:
