@@ -41,8 +41,16 @@ def cmd_guard(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     verdict = check_guard(text)
     if args.json:
-        print(json.dumps({"passed": verdict.passed, "reason": verdict.reason, "word": verdict.word,
-                          "line": verdict.line}))
+        print(
+            json.dumps(
+                {
+                    "passed": verdict.passed,
+                    "reason": verdict.reason,
+                    "word": verdict.word,
+                    "line": verdict.line,
+                }
+            )
+        )
     elif verdict.passed:
         print(f"guard: {args.file}: passed")
     else:
@@ -82,7 +90,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
             err.print("List the task ids with `lean-mod-add-proof tasks`.")
         return EXIT_USAGE
     overrides: dict[str, Any] = {
-        "axioms_mode": args.axioms_mode, "keep_packages": args.keep_package, "sandbox": args.sandbox,
+        "axioms_mode": args.axioms_mode,
+        "keep_packages": args.keep_package,
+        "sandbox": args.sandbox,
     }
     for name in ("timeout_s", "work_root", "memory_mb"):
         if getattr(args, name) is not None:
@@ -94,6 +104,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     console = Console(stderr=args.json)  # with --json, stdout carries only the JSON
+
     def on_stage(stage: str) -> None:
         console.print(f"[cyan]→ {stage}[/]: {_STAGE_TEXT.get(stage, stage)}", highlight=False)
 
@@ -112,8 +123,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
             "ACCEPTED (reward 1.0)" if result.accepted else f"REJECTED at {result.failed_stage} (reward 0.0)"
         )
         console.print(f"[bold {colour}]{verdict}[/]: {result.reason}", highlight=False)
-        console.print(f"[dim]grader time {result.grader_seconds:.2f} s, sandboxed={result.sandboxed}, "
-                      f"cache={result.cache}[/]", highlight=False)
+        console.print(
+            f"[dim]grader time {result.grader_seconds:.2f} s, sandboxed={result.sandboxed}, "
+            f"cache={result.cache}[/]",
+            highlight=False,
+        )
         if result.package_dir:
             console.print(f"package kept at {result.package_dir}", highlight=False)
     return EXIT_OK if result.accepted else EXIT_REJECTED
@@ -133,8 +147,14 @@ class Check:
 
 def _version_of(binary: Path, flag: str = "--version") -> str:
     try:
-        done = subprocess.run([str(binary), flag], capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+        done = subprocess.run(
+            [str(binary), flag],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"({type(exc).__name__})"
     lines = (done.stdout or done.stderr).strip().splitlines()
@@ -148,11 +168,15 @@ def doctor_checks(cache_dir: Path | None = None) -> list[Check]:
     checks: list[Check] = []
     elan = toolchain.elan_home() / "bin" / "elan"
     elan_path = str(elan) if elan.is_file() else shutil.which("elan")
-    checks.append(Check(
-        "elan", elan_path is not None,
-        f"{elan_path}: {_version_of(Path(elan_path))}" if elan_path else "not found",
-        f"`{INSTALL_FIX}`", required=False,  # the grader calls the toolchain's binaries directly
-    ))
+    checks.append(
+        Check(
+            "elan",
+            elan_path is not None,
+            f"{elan_path}: {_version_of(Path(elan_path))}" if elan_path else "not found",
+            f"`{INSTALL_FIX}`",
+            required=False,  # the grader calls the toolchain's binaries directly
+        )
+    )
     found = toolchain.locate_toolchain()
     if isinstance(found, toolchain.Toolchain):
         checks.append(Check("lean", True, f"{found.lean}: {found.version}"))
@@ -162,14 +186,24 @@ def doctor_checks(cache_dir: Path | None = None) -> list[Check]:
     else:
         checks.append(Check("Lean toolchain", False, found.reason, f"`{INSTALL_FIX}` or `{ELAN_FIX}`"))
     probe = sandbox.probe_sandbox(refresh=True)
-    checks.append(Check(
-        "sandbox (bwrap)", probe.available, probe.reason,
-        "install bubblewrap (`apt-get install bubblewrap`) and allow unprivileged user namespaces; "
-        "or grade with --sandbox off (not recommended for untrusted submissions)",
-    ))
+    checks.append(
+        Check(
+            "sandbox (bwrap)",
+            probe.available,
+            probe.reason,
+            "install bubblewrap (`apt-get install bubblewrap`) and allow unprivileged user namespaces; "
+            "or grade with --sandbox off (not recommended for untrusted submissions)",
+        )
+    )
     prlimit = process.find_prlimit()
-    checks.append(Check("prlimit", prlimit is not None, prlimit or "not found",
-                        "install util-linux (`apt-get install util-linux`)"))
+    checks.append(
+        Check(
+            "prlimit",
+            prlimit is not None,
+            prlimit or "not found",
+            "install util-linux (`apt-get install util-linux`)",
+        )
+    )
     root = (cache_dir or package.DEFAULT_CACHE_DIR).expanduser()
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -177,8 +211,15 @@ def doctor_checks(cache_dir: Path | None = None) -> list[Check]:
         detail = str(root) if writable else f"{root} is not writable"
     except OSError as exc:
         writable, detail = False, f"{root}: {exc.strerror or exc}"
-    checks.append(Check("cache dir", writable, detail, "set GraderConfig.cache_dir to a writable directory",
-                        required=False))  # without it each grade prebuilds Network/Weights itself
+    checks.append(
+        Check(
+            "cache dir",
+            writable,
+            detail,
+            "set GraderConfig.cache_dir to a writable directory",
+            required=False,
+        )
+    )  # without it each grade prebuilds Network/Weights itself
     return checks
 
 
@@ -200,7 +241,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     console = Console()
     console.print(table)
     if ready:
-        console.print("[bold green]Ready:[/] the grader can run Lean here.")
+        # Say which toolchain is ready: a test double passes these checks too, and it is not Lean.
+        lean = next((c.detail for c in checks if c.name == "lean"), "the located toolchain")
+        console.print(f"[bold green]Ready:[/] the grader can run here with {lean}.")
     else:
         console.print("[bold red]Not ready:[/] every grade scores 0.0 until the items marked NO are fixed.")
     return EXIT_OK if ready else EXIT_REJECTED
@@ -208,14 +251,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add this module's sub-commands."""
-    p = commands.add_parser("guard", help="run the text guard on a Submission.lean file",
-                            description="Exit 0: passed; 1: rejected; 2: the file cannot be read.")
+    p = commands.add_parser(
+        "guard",
+        help="run the text guard on a Submission.lean file",
+        description="Exit 0: passed; 1: rejected; 2: the file cannot be read.",
+    )
     p.add_argument("file", type=Path)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(handler=cmd_guard)
 
     p = commands.add_parser(
-        "grade", help="grade a Submission.lean for one task with the real pipeline",
+        "grade",
+        help="grade a Submission.lean for one task with the real pipeline",
         description="Exit 0: accepted; 1: rejected; 2: usage error (unknown task, unreadable file).",
     )
     p.add_argument("task_id")
@@ -230,7 +277,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the full GradeResult as JSON on stdout")
     p.set_defaults(handler=cmd_grade)
 
-    p = commands.add_parser("doctor", help="check the toolchain, sandbox, limits and cache the grader needs",
-                            description="Exit 0 only if the grader can run Lean for real on this machine.")
+    p = commands.add_parser(
+        "doctor",
+        help="check the toolchain, sandbox, limits and cache the grader needs",
+        description="Exit 0 only if the grader can run Lean for real on this machine.",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_doctor)
