@@ -45,5 +45,14 @@ def theorem_signature(p: int) -> str:
 
 
 def reference_submission(p: int) -> str:
-    """The brute-force reference proof: the kernel evaluates the network on all p*p pairs."""
-    return f"import {WEIGHTS_MODULE}\n\n{theorem_signature(p)} := by\n  decide +kernel\n"
+    """The brute-force reference proof: the kernel evaluates the network on all p*p pairs.
+
+    `decide +kernel` checks its auxiliary lemma through `addDecl`, which is capped by
+    `maxHeartbeats` (default 200000, lean4 src/Lean/AddDecl.lean); the largest tasks may need more
+    than that (unmeasured: no Lean here), so the limit is lifted for this one theorem. The grader's
+    deadline and memory cap still bound the run. `set_option ... in` is core syntax."""
+    return (
+        f"import {WEIGHTS_MODULE}\n\n"
+        f"set_option maxHeartbeats 0 in\n"
+        f"{theorem_signature(p)} := by\n  decide +kernel\n"
+    )

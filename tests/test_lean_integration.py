@@ -66,6 +66,22 @@ async def test_reference_proof_is_accepted(config: GraderConfig) -> None:
     assert set(res.axioms or []) <= {"propext", "Classical.choice", "Quot.sound"}
 
 
+async def test_reference_proof_is_accepted_on_the_largest_task(config: GraderConfig) -> None:
+    # The heaviest brute force in the set (p=23, H=32: 529 pairs x 23 dot products of 32 Ints),
+    # under the default 300 s deadline. Never measured here [U]; the build time is printed so a
+    # run on a machine with Lean shows how much of the budget it takes.
+    from lean_mod_add_proof.grading.pipeline import grade
+
+    records = [r for r in load_tasks(DEFAULT_TASKS_DIR) if r.p == 23 and r.hidden == 32]
+    if not records:
+        pytest.skip("the committed task set has no p=23, H=32 task")
+    task = min(records, key=lambda r: r.seed)
+    weights = weights_path(DEFAULT_TASKS_DIR, task.id).read_text(encoding="utf-8")
+    res = await grade(reference_submission(23), task, weights, config.model_copy(update={"timeout_s": 300}))
+    print(f"{task.id}: {res.stage_seconds} (grader {res.grader_seconds} s)")
+    assert res.accepted, (res.reason, [c.output_tail for c in res.commands])
+
+
 async def test_weaker_statement_fails_at_statement(config: GraderConfig) -> None:
     res = await _grade(HEADER + f"theorem LeanCheckedNetwork.Net.adds_mod_{P} : True := trivial\n", config)
     assert res.failed_stage == "statement", res.reason
@@ -83,8 +99,17 @@ async def test_ix_c_shadow_spec_fails_at_statement(config: GraderConfig) -> None
 
 
 async def test_skip_kernel_tc_is_caught_by_leanchecker(config: GraderConfig) -> None:
-    # Premise [U]: the "uses unsafe declaration" check is the kernel's, so with skipKernelTC the
-    # build accepts the theorem and only the replay rejects it.
+    # Premises ([L], not run on a toolchain):
+    # - The "invalid declaration, it uses unsafe declaration" check lives in the kernel
+    #   (type_checker::infer_constant); the elaborator's addDecl calls addDeclCore with
+    #   check := !debug.skipKernelTC (lean4 src/Lean/AddDecl.lean), so the build accepts the
+    #   theorem. No elaborator-side unsafe check was found in the sources read.
+    # - leanchecker's replay does NOT add unsafe/partial constants at all
+    #   (lean4 src/Lean/Replay.lean, `replay`: "We skip unsafe constants, and also partial
+    #   constants"), so the replay of the theorem fails with "(kernel) unknown constant 'cheat'"
+    #   (or similar), not with "uses unsafe declaration". Either way the stage is leanchecker.
+    # - `«debug».skipKernelTC` is the escaped spelling of the option `debug.skipKernelTC`; the
+    #   guard is skipped here on purpose (it rejects `«`, `debug`, `unsafe`, `skipKernelTC`).
     text = HEADER + (
         "unsafe def cheat : False := cheat\n\n"
         "set_option «debug».skipKernelTC true in\n"

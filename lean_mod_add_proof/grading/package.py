@@ -43,6 +43,13 @@ CHECK_PATH = "Check.lean"
 # No globs and no default target: we only ever build named modules. `lake build
 # LeanCheckedNetwork.Submission` resolves it as a module of this library because the library's
 # default root `LeanCheckedNetwork` is a prefix of it (lean-facts §1.3, [L]; not confirmed on rc2).
+# Source read (unpinned lean4 versions): LeanLibConfig defaults `roots := #[name]` and
+# `globs := roots.map Glob.one`; `isBuildableModule mod` is true when some root is a prefix of
+# `mod` and a glob matches that root (src/lake/Lake/Config/LeanLibConfig.lean). The CLI resolves a
+# bare `A.B` through `resolveTargetInWorkspace` -> `findTargetModule?` (src/lake/Lake/CLI/Build.lean),
+# after first checking whether `A.B` names an existing path in the working directory.
+# Source files are traced with `inputTextFile`/`computeTrace`, which writes no `.hash` file next to
+# them (src/lake/Lake/Build/Common.lean); `.hash`/`.trace` files are written for build outputs only.
 LAKEFILE_TOML = f"""name = "{PACKAGE_NAME}"
 version = "0.1.0"
 
@@ -90,7 +97,14 @@ def check_lean_text(p: int) -> str:
 
     `_root_.X` resolves through `resolveExact` (the `_root_` prefix is stripped) before any alias
     is tried, and `#print axioms` prints the resolved name without `_root_`
-    (lean4 src/Lean/ResolveName.lean `resolveExact`; src/Lean/Elab/Print.lean `printAxiomsOf`)."""
+    (lean4 src/Lean/ResolveName.lean `resolveExact`; src/Lean/Elab/Print.lean `printAxiomsOf`).
+
+    Precisely: `resolveGlobalName` tries `resolveUsingNamespace` first, but at top level the current
+    namespace is anonymous, for which it returns nothing; `resolveExact` then strips `_root_`, and
+    only if that fails are private names, `open`s and aliases consulted. `lean --json` prints one
+    `SerialMessage` per line; its derived ToJson flattens `BaseMessage`, so `severity` and `data`
+    are top-level keys (src/Lean/Message.lean; src/Lean/Elab/Deriving/FromToJson.lean
+    `getStructureFieldsFlattened`)."""
     thm = theorem_name(p)
     return (
         "import LeanCheckedNetwork.Weights\n"
