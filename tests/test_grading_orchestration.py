@@ -60,8 +60,12 @@ def test_bwrap_argv_shape(tmp_path: Path) -> None:
     layout = (sandbox.HostEntry("/usr", None), sandbox.HostEntry("/bin", "usr/bin"))
     pkg = tmp_path / "pkg"
     argv = sandbox.bwrap_argv(
-        "bwrap", layout=layout, toolchain_dir=Path("/opt/tc"), package_dir=pkg,
-        readonly_files=[pkg / "lakefile.toml"], env={"PATH": "/usr/bin", "HOME": str(pkg)},
+        "bwrap",
+        layout=layout,
+        toolchain_dir=Path("/opt/tc"),
+        package_dir=pkg,
+        readonly_files=[pkg / "lakefile.toml"],
+        env={"PATH": "/usr/bin", "HOME": str(pkg)},
     )
     assert argv[:5] == ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
     assert "--new-session" not in argv  # setsid would escape the process-group kill
@@ -78,7 +82,10 @@ def test_bwrap_argv_shape(tmp_path: Path) -> None:
 
 def test_prlimit_argv() -> None:
     assert prlimit_argv("/usr/bin/prlimit", 512, 35) == [
-        "/usr/bin/prlimit", f"--as={512 * 1024 * 1024}", "--cpu=35", "--",
+        "/usr/bin/prlimit",
+        f"--as={512 * 1024 * 1024}",
+        "--cpu=35",
+        "--",
     ]
 
 
@@ -101,7 +108,8 @@ def test_trusted_selection() -> None:
     assert not pkgmod.is_trusted(".lake/build/lib/lean/LeanCheckedNetwork/Submission.olean")
     assert not pkgmod.is_trusted("LeanCheckedNetwork/Submission.lean")
     assert pkgmod.missing_outputs({"LeanCheckedNetwork/Weights.lean": "x"}) == [
-        "LeanCheckedNetwork.Network", "LeanCheckedNetwork.Weights",
+        "LeanCheckedNetwork.Network",
+        "LeanCheckedNetwork.Weights",
     ]
 
 
@@ -190,8 +198,12 @@ async def test_statement_failure_reports_first_lean_error(tmp_path: Path) -> Non
         ("axioms propext Quot.sound", "subset", True, ["propext", "Quot.sound"]),
         ("axioms none", "subset", True, []),
         ("axioms propext", "exact", False, ["propext"]),
-        ("axioms propext Classical.choice Quot.sound", "exact", True,
-         ["propext", "Classical.choice", "Quot.sound"]),
+        (
+            "axioms propext Classical.choice Quot.sound",
+            "exact",
+            True,
+            ["propext", "Classical.choice", "Quot.sound"],
+        ),
         ("axioms propext cheat", "subset", False, ["propext", "cheat"]),
     ],
 )
@@ -241,9 +253,7 @@ async def test_concurrent_first_grades_build_once(tmp_path: Path) -> None:
     task = make_task()
     config = double_config(tmp_path, max_concurrent=4)
     slow_weights = weights_text(5, "sleep 1")  # widens the race window
-    results = await asyncio.gather(
-        *(grade(submission(), task, slow_weights, config) for _ in range(4))
-    )
+    results = await asyncio.gather(*(grade(submission(), task, slow_weights, config) for _ in range(4)))
     assert sorted(r.cache for r in results) == ["built", "hit", "hit", "hit"]
     assert all(r.accepted for r in results)
     entries = [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")]
@@ -332,8 +342,9 @@ async def test_sandbox_kills_escaped_grandchildren(tmp_path: Path) -> None:
 
 
 async def test_one_deadline_covers_all_stages(tmp_path: Path) -> None:
-    res = await run(submission("build sleep 1.2", "leanchecker sleep 1.2", "check sleep 1.2"), tmp_path,
-                    timeout_s=3)
+    res = await run(
+        submission("build sleep 1.2", "leanchecker sleep 1.2", "check sleep 1.2"), tmp_path, timeout_s=3
+    )
     assert res.failed_stage == "statement" and "timed out" in res.reason
 
 
@@ -363,11 +374,20 @@ async def test_cancellation_kills_everything_and_cleans_up(tmp_path: Path) -> No
 
 async def test_run_command_cancellation_reaps(tmp_path: Path) -> None:
     mark = marker()
-    argv = ["bash", "-c", f'(exec -a {mark} sleep 100) & sleep 100']
-    job = asyncio.create_task(run_command(
-        argv, stage="build", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, deadline=time.monotonic() + 60,
-        output_cap_bytes=1024, tail_chars=100, memory_mb=None, prlimit=None,
-    ))
+    argv = ["bash", "-c", f"(exec -a {mark} sleep 100) & sleep 100"]
+    job = asyncio.create_task(
+        run_command(
+            argv,
+            stage="build",
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+            deadline=time.monotonic() + 60,
+            output_cap_bytes=1024,
+            tail_chars=100,
+            memory_mb=None,
+            prlimit=None,
+        )
+    )
     await asyncio.sleep(0.5)
     job.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -433,8 +453,9 @@ async def test_concurrency_limit(tmp_path: Path) -> None:
     config = double_config(tmp_path, max_concurrent=1)
     await grade(submission(), make_task(), weights_text(), config)  # warm the cache
     started = time.monotonic()
-    await asyncio.gather(*(grade(submission("build sleep 0.6"), make_task(), weights_text(), config)
-                           for _ in range(3)))
+    await asyncio.gather(
+        *(grade(submission("build sleep 0.6"), make_task(), weights_text(), config) for _ in range(3))
+    )
     assert time.monotonic() - started >= 1.8
 
 
