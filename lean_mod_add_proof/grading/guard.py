@@ -48,6 +48,21 @@ Rules (the first that fails gives the verdict, in this order):
 6. `set_option` may only name options in `ALLOWED_OPTIONS` (or under `ALLOWED_OPTION_PREFIXES`),
    e.g. `set_option maxRecDepth 100000 in`. Besides `debug.*` this keeps out
    `trace.profiler.output`, which writes a file at a path the submission chooses.
+7. Leading-dot identifiers (`.inl h`, `.FS.writeFile`): a `.` followed by a name is allowed only
+   as a projection right after a term (`h.1`, `(f x).symm`, `x |>.map f`) or as a pattern right
+   after a single `|` (`| .inl h => ...`). Lean resolves `.x.y` in the namespace of the
+   *expected type*, so under an `IO`-typed expected type (`timeit "" (.FS.writeFile p s)`)
+   it reaches every `IO.*` function without writing `IO`. Patterns never run.
+8. `(config := ...)` must be a structure instance `{ ... }`, and `DecideConfig` is a banned word:
+   `decide (config := ⟨false, true, true, false⟩)` is `decide +native` without the word.
+
+Why rules 3 and 7 matter beyond their words: tactic configuration values (`decide (kernel := e)`,
+`simp (config := e)`) and the path of `include_str e` are *compiled and run* while the file
+builds (lean4 `src/Lean/Elab/Tactic/Config.lean`: `Meta.evalExpr'`). Any code the submission
+writes there runs; it is harmless only while it cannot reach `IO`. The guard therefore bans
+every way in it knows: the word `IO`, leading dots (rule 7), `timeit`/`allocprof` (top-level
+functions taking an `IO` action), `println` (`println!` expands to `IO.println`), `include_str`,
+and the `unsafe*IO` escapes.
 
 Defence-in-depth additions to the seed's word list and why:
 `native` (`decide +native` with any spacing, `(config := { native := true })`), `debug` and
@@ -58,7 +73,12 @@ built-in names could be redefined), `sorryAx`, `builtin*`, `export` (alias plant
 `reduceBool`, `reduceNat`, `trustCompiler`, `bv_decide` (compiler-trusting proofs), `dbg`/
 `dbg_trace`/`dbgTrace` (evaluation side channels), `delab`, `app_unexpander`, `csimp`,
 `simproc`, `dsimproc`, `binder_predicate`, `register_option`, `register_simp_attr`, `register_label_attr`
-(commands that expand to banned ones), `bootstrap` (bootstrap options), `extern` as a part.
+(commands that expand to banned ones), `bootstrap` (bootstrap options), `extern` as a part,
+`declare_simp_like_tactic` (an Init command that expands to `syntax` + `macro_rules`, adding a
+token that is live in Check.lean), `unif_hint` (expands to an attribute outside the allow-list),
+`lcProof` (an axiom of Init proving any proposition), `include_str` (runs its argument as code
+and reads a file at build time), `timeit`, `allocprof`, `println` (ways into `IO`, see below),
+`DecideConfig` (rule 8).
 Deliberately allowed: `tactic` (common in comments; its attribute is stopped by rule 5),
 `maxHeartbeats`/`maxRecDepth` options, `local instance`, `attribute [simp]`, `partial_fixpoint`
 (kernel-checked), `IO` only as a whole word (`ratio`, `BaseIO` as a type name pass).
@@ -106,6 +126,9 @@ BANNED_WORDS: tuple[str, ...] = (
     "Environment", "addDecl", "evalDecl", "evalConst", "compileDecl", "ofReduceNat",
     "reduceBool", "reduceNat", "trustCompiler", "bv_decide", "unsafeCast", "unsafeBaseIO",
     "unsafeIO", "unsafeEIO", "dbg", "dbg_trace", "dbgTrace", "bootstrap",
+    # Red-team additions: code-running and IO entry points without a banned word.
+    "declare_simp_like_tactic", "unif_hint", "lcProof", "include_str", "timeit", "allocprof",
+    "println", "DecideConfig",
 )  # fmt: skip
 
 #: Words (lowercase) also banned case-insensitively as an `_`- or camelCase-separated part of a
@@ -148,6 +171,9 @@ GUARD_RULES: tuple[str, ...] = (
     f"`set_option` may only set {', '.join(f'`{o}`' for o in ALLOWED_OPTIONS)} and options under "
     f"{', '.join(f'`{p}`' for p in ALLOWED_OPTION_PREFIXES)}.",
     "No `«»` identifier escapes, no `module` header, no control, zero-width or bidirectional characters.",
+    "No leading-dot names such as `.inl h` or `.refl` (write `Or.inl h`, `Eq.refl _`); a dot may "
+    "follow a term (`h.1`, `(f x).symm`, `l |>.map f`) or start a pattern after `|` (`| .inl h =>`).",
+    "`(config := ...)` must be a structure instance `{ ... }` (or use `+option`/`(option := value)`).",
 )
 
 _WORD_CHARS = "A-Za-z0-9_"
@@ -466,11 +492,79 @@ def _check_options(text: str) -> GuardVerdict | None:
     return None
 
 
+#: Characters after which a `.` is a projection (a term ends there), besides identifier characters.
+_TERM_END = frozenset(')]}"⟩·')
+#: Greek letters Lean does not allow in identifiers (they are tokens: `λ`, `Π`, `Σ`).
+_NOT_ID_LETTERS = frozenset("λΠΣ")
+_DOT_NAME_RE = re.compile(r"\.(?=[A-Za-z_]|[^\x00-\x7f])")
+
+
+def _ends_term(text: str, i: int) -> bool:
+    """Whether a term (identifier, number, literal, bracket) ends right before position `i`."""
+    j = i
+    while j > 0 and text[j - 1] in "'!?":
+        j -= 1
+    if j < i and text[i - 1] == "'" and j > 0:
+        return True  # `x'` or a char literal `'a'`
+    if j == 0:
+        return False
+    ch = text[j - 1]
+    if j < i:  # `!`/`?` end an identifier only when one precedes them (`foo!`), not `!.x`
+        return ch in _WORD_SET or (ord(ch) > 0x7F and ch.isalnum() and ch not in _NOT_ID_LETTERS)
+    if ch in _WORD_SET or ch in _TERM_END:
+        return True
+    return ord(ch) > 0x7F and ch.isalnum() and ch not in _NOT_ID_LETTERS
+
+
+def _check_leading_dots(text: str) -> GuardVerdict | None:
+    for m in _DOT_NAME_RE.finditer(text):
+        i = m.start()
+        nxt = text[i + 1]
+        if ord(nxt) > 0x7F and not (nxt.isalpha() or unicodedata.category(nxt).startswith("S")):
+            continue  # `..⟩` and the like: no name follows
+        if _ends_term(text, i) or text.startswith("|>", i - 2):
+            continue
+        j = i
+        while j > 0 and text[j - 1] in " \t":
+            j -= 1
+        if j > 0 and text[j - 1] == "|" and (j < 2 or text[j - 2] not in "|<"):
+            continue  # a pattern: `| .inl h =>`
+        line = _line_of(text, i)
+        name = _RUN_RE.match(text, i + 1)
+        word = "." + (name.group(0) if name else nxt)
+        return _fail(
+            f"leading-dot name '{word[:80]}' on line {line} is not allowed (write the full name, "
+            "e.g. `Or.inl` for `.inl`)",
+            word,
+            line,
+        )
+    return None
+
+
+def _check_config(text: str) -> GuardVerdict | None:
+    for at in _word_positions(text, "config"):
+        i = _WS_RE.match(text, at + 6).end()  # type: ignore[union-attr]
+        if text.startswith(("--", "/-"), i):
+            bad = True
+        elif text.startswith(":=", i):
+            k = _WS_RE.match(text, i + 2).end()  # type: ignore[union-attr]
+            bad = not text.startswith("{", k)
+        else:
+            bad = False
+        if bad:
+            line = _line_of(text, at)
+            return _fail(
+                f"'(config := ...)' on line {line} must be a structure instance '{{ ... }}'", "config", line
+            )
+    return None
+
+
 def check_guard(text: str) -> GuardVerdict:
     """Run every rule of the module docstring on `text`; the first failure is the verdict."""
     try:
         for rule in (_check_chars, _check_hash_commands, _check_words, _check_header,
-                     _check_attributes, _check_options):  # fmt: skip
+                     _check_attributes, _check_options, _check_leading_dots,
+                     _check_config):  # fmt: skip
             verdict = rule(text)
             if verdict is not None:
                 return verdict
