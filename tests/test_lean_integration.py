@@ -135,3 +135,25 @@ async def test_native_evaluation_fails_at_axioms(config: GraderConfig, tactic: s
 def test_toolchain_is_the_pinned_one() -> None:
     assert isinstance(_FOUND, Toolchain)
     assert Path(_FOUND.lake).is_file() and Path(_FOUND.leanchecker).is_file()
+
+
+async def test_build_time_code_stays_inside_the_sandbox(config: GraderConfig, tmp_path: Path) -> None:
+    # With the guard off, a tactic configuration runs code during `lake build` (Meta.evalExpr',
+    # premise [U] from the guard red-team): here it tries to write a file on the host. Under
+    # bubblewrap the host's temp directory is hidden behind a fresh tmpfs and only the package
+    # is writable, so the file must not appear, whatever the grade's verdict.
+    from lean_mod_add_proof.grading.sandbox import probe_sandbox
+
+    if not probe_sandbox().available:
+        pytest.skip(f"sandbox unavailable: {probe_sandbox().reason}")
+    marker = tmp_path / "written-by-the-build"
+    text = HEADER + (
+        "def pwn (_ : Unit) : Bool :=\n"
+        f'  match EStateM.run (timeit "" (.FS.writeFile "{marker}" "x")) () with\n'
+        "  | .ok _ _ => true\n"
+        "  | .error _ _ => false\n\n"
+        f"{theorem_signature(P)} := by\n  decide (kernel := pwn ())\n"
+    )
+    res = await _grade(text, config.model_copy(update={"sandbox": "on"}), skip_guard=True)
+    assert res.sandboxed
+    assert not marker.exists(), "the build wrote outside its package despite the sandbox"
