@@ -72,6 +72,8 @@ class LeanTaskConfig(vf.TaskConfig):
     """Keep each grade's package directory for inspection instead of deleting it."""
     memory_mb: int = Field(_GRADER_DEFAULTS.memory_mb, ge=64)
     """Address-space cap for every Lean process, in MiB."""
+    max_file_mb: int = Field(_GRADER_DEFAULTS.max_file_mb, ge=1)
+    """Largest file a Lean process may write, in MiB."""
     max_concurrent: int | None = Field(_GRADER_DEFAULTS.max_concurrent, ge=1)
     """How many grades may run Lean at once in this process (default: the number of cores)."""
     sandbox: SandboxMode = _GRADER_DEFAULTS.sandbox

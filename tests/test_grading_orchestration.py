@@ -81,10 +81,11 @@ def test_bwrap_argv_shape(tmp_path: Path) -> None:
 
 
 def test_prlimit_argv() -> None:
-    assert prlimit_argv("/usr/bin/prlimit", 512, 35) == [
+    assert prlimit_argv("/usr/bin/prlimit", 512, 35, 8) == [
         "/usr/bin/prlimit",
         f"--as={512 * 1024 * 1024}",
         "--cpu=35",
+        f"--fsize={8 * 1024 * 1024}",
         "--",
     ]
 
@@ -287,6 +288,13 @@ async def test_memory_cap(tmp_path: Path) -> None:
     big = await run(submission("build alloc 2048"), tmp_path, memory_mb=512)
     assert big.failed_stage == "build" and "allocating 2048 MB failed" in big.reason
     small = await run(submission("build alloc 16"), tmp_path, memory_mb=512)
+    assert small.accepted, small.reason
+
+
+async def test_file_size_cap(tmp_path: Path) -> None:
+    big = await run(submission("build bigfile 16"), tmp_path, max_file_mb=8)
+    assert big.failed_stage == "build" and "writing a 16 MB file failed" in big.reason, big.reason
+    small = await run(submission("build bigfile 4"), tmp_path, max_file_mb=8)
     assert small.accepted, small.reason
 
 

@@ -120,6 +120,7 @@ class _Env:
             output_cap_bytes=self.config.output_cap_bytes,
             tail_chars=self.config.tail_chars,
             memory_mb=self.config.memory_mb,
+            max_file_mb=self.config.max_file_mb,
             prlimit=self.prlimit,
             record_argv=argv,
         )

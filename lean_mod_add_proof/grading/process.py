@@ -33,10 +33,18 @@ class CommandOutcome:
     started: bool = True
 
 
-def prlimit_argv(prlimit: str, memory_mb: int, cpu_seconds: int) -> list[str]:
+def prlimit_argv(prlimit: str, memory_mb: int, cpu_seconds: int, max_file_mb: int) -> list[str]:
     """`prlimit` sets the limits on itself and execs the command, so every descendant inherits
-    them (rlimits survive exec and fork, and bwrap does not reset them)."""
-    return [prlimit, f"--as={memory_mb * 1024 * 1024}", f"--cpu={cpu_seconds}", "--"]
+    them (rlimits survive exec and fork, and bwrap does not reset them). RLIMIT_FSIZE bounds each
+    file written (an .olean of a huge term, a flood into a file); it does not apply to pipes."""
+    mib = 1024 * 1024
+    return [
+        prlimit,
+        f"--as={memory_mb * mib}",
+        f"--cpu={cpu_seconds}",
+        f"--fsize={max_file_mb * mib}",
+        "--",
+    ]
 
 
 def cpu_backstop(remaining_s: float) -> int:
@@ -154,11 +162,13 @@ async def run_command(
     tail_chars: int,
     memory_mb: int | None,
     prlimit: str | None,
+    max_file_mb: int = 1024,
     record_argv: Sequence[str] | None = None,
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
-    With `memory_mb` the command runs under `prlimit` (address space and a CPU-seconds backstop).
+    With `memory_mb` the command runs under `prlimit` (address space, file size and a CPU-seconds
+    backstop).
     The whole process group is SIGKILLed when the command ends, when the deadline passes, and on
     cancellation (which is re-raised after the group is reaped). `record_argv` is what goes on the
     record (the command without the sandbox/limit wrappers), default `argv`."""
@@ -180,7 +190,7 @@ async def run_command(
     if memory_mb is not None:
         if prlimit is None:
             raise RuntimeError("prlimit not found; it is needed for the memory cap")
-        full = prlimit_argv(prlimit, memory_mb, cpu_backstop(remaining)) + full
+        full = prlimit_argv(prlimit, memory_mb, cpu_backstop(remaining), max_file_mb) + full
     capture = _Capture(output_cap_bytes)
     proc = await asyncio.create_subprocess_exec(
         *full,

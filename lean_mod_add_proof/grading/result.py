@@ -30,6 +30,8 @@ class GraderConfig(BaseModel):
     """Keep each grade's package directory for inspection instead of deleting it."""
     memory_mb: int = Field(4096, ge=64)
     """Address-space cap for every Lean process, in MiB."""
+    max_file_mb: int = Field(1024, ge=1)
+    """Largest file a Lean process may write, in MiB (a bigger write kills the process)."""
     max_concurrent: int | None = Field(None, ge=1)
     """How many grades may run Lean at once in this process (default: the number of cores)."""
     sandbox: SandboxMode = "auto"
