@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from lean_mod_add_proof.dataset.tasks import (
     TaskRecord,
     TaskSetError,
     load_tasks,
+    sha256_text,
     weights_path,
 )
 from lean_mod_add_proof.grading.pipeline import grade, grade_reply
@@ -178,7 +178,7 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         """This task's Weights.lean, checked against the hash it was loaded with."""
         path = weights_path(self.tasks_dir, self.data.id or "")
         text = read_verbatim(path)
-        if hashlib.sha256(text.encode("utf-8")).hexdigest() != self.data.weights_sha256:
+        if sha256_text(text) != self.data.weights_sha256:
             raise TaskSetError(f"{path} does not match the task's weights_sha256")
         return text
 

@@ -35,7 +35,8 @@ from lean_mod_add_proof.dataset.tasks import (
 from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
 
 REQUIRED_KEYS: tuple[str, ...] = ("E1", "E2", "W2", "p", "H", "seed", "train_fraction", "train_mask")
-_TASK_DIR_RE = re.compile(r"\Ap\d+_h\d+_s\d+\Z")
+#: Names of task folders (`task_id`); only these are removed or compared as generated files.
+TASK_DIR_RE = re.compile(r"\Ap\d+_h\d+_s\d+\Z")
 
 
 class NpzError(ValueError):
@@ -184,7 +185,7 @@ def generate(out_dir: Path, npz_paths: Sequence[Path]) -> GenerateReport:
     keep = {r.id for r, _ in built}
     removed = []
     for child in sorted(out_dir.iterdir()):
-        if child.is_dir() and _TASK_DIR_RE.match(child.name) and child.name not in keep:
+        if child.is_dir() and TASK_DIR_RE.match(child.name) and child.name not in keep:
             shutil.rmtree(child)
             removed.append(child.name)
     for record, text in built:

@@ -15,17 +15,14 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from lean_mod_add_proof.dataset.generator import NpzError, generate  # noqa: E402
+from lean_mod_add_proof.dataset.generator import TASK_DIR_RE, NpzError, generate  # noqa: E402
 from lean_mod_add_proof.dataset.trainer import grid, summary_table, train_grid  # noqa: E402
-
-_TASK_DIR_RE = re.compile(r"\Ap\d+_h\d+_s\d+\Z")
 
 
 def generated_files(tasks_dir: Path) -> dict[str, bytes]:
@@ -37,7 +34,7 @@ def generated_files(tasks_dir: Path) -> dict[str, bytes]:
     if index.is_file():
         files["tasks.jsonl"] = index.read_bytes()
     for child in sorted(tasks_dir.iterdir()):
-        if child.is_dir() and _TASK_DIR_RE.match(child.name):
+        if child.is_dir() and TASK_DIR_RE.match(child.name):
             for f in sorted(child.rglob("*")):
                 if f.is_file():
                     files[f.relative_to(tasks_dir).as_posix()] = f.read_bytes()

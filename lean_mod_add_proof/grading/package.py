@@ -290,13 +290,29 @@ def _discard(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _seal(tmp: Path, key: str) -> dict[str, str]:
-    manifest = hash_tree(tmp / "package")
+async def prebuild_package(
+    package: Path, sources: Mapping[str, bytes], prebuild: Prebuild
+) -> tuple[dict[str, str], list[CommandRecord]]:
+    """Write the trusted sources into `package`, build them, and hash the result: the manifest
+    the tamper checks compare against, and the prebuild's command records. PrebuildFailed if the
+    build fails, leaves a symlink, or leaves no .olean we would know to re-check."""
+    await asyncio.to_thread(write_sources, package, sources)
+    outcome = await prebuild(package)
+    if not outcome.ok:
+        raise PrebuildFailed(outcome.reason, outcome.records)
+    manifest = await asyncio.to_thread(hash_tree, package)
     if any(v == "symlink" for v in manifest.values()):
-        raise PrebuildFailed("the prebuilt package contains a symlink", [])
-    payload = {"layout": LAYOUT_VERSION, "key": key, "files": manifest}
+        raise PrebuildFailed("the prebuilt package contains a symlink", outcome.records)
+    if missing := missing_outputs(manifest):
+        raise PrebuildFailed(
+            f"prebuild left no .olean for {', '.join(missing)} under .lake/", outcome.records
+        )
+    return manifest, outcome.records
+
+
+def _seal(tmp: Path, key: str, manifest: Mapping[str, str]) -> None:
+    payload = {"layout": LAYOUT_VERSION, "key": key, "files": dict(manifest)}
     (tmp / "manifest.json").write_text(json.dumps(payload, indent=1, sort_keys=True), encoding="utf-8")
-    return manifest
 
 
 async def ensure_entry(
@@ -315,15 +331,8 @@ async def ensure_entry(
             await asyncio.to_thread(_discard, entry_dir)  # corrupt or stale: rebuild
         tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache_root))
         try:
-            write_sources(tmp / "package", sources)
-            outcome = await prebuild(tmp / "package")
-            if not outcome.ok:
-                raise PrebuildFailed(outcome.reason, outcome.records)
-            manifest = await asyncio.to_thread(_seal, tmp, key)
-            if missing := missing_outputs(manifest):
-                raise PrebuildFailed(
-                    f"prebuild left no .olean for {', '.join(missing)} under .lake/", outcome.records
-                )
+            manifest, records = await prebuild_package(tmp / "package", sources, prebuild)
+            await asyncio.to_thread(_seal, tmp, key, manifest)
             try:
                 os.rename(tmp, entry_dir)
             except OSError:
@@ -331,8 +340,8 @@ async def ensure_entry(
                 winner = await asyncio.to_thread(_load_entry, entry_dir, key)
                 if winner is None:
                     raise
-                return CacheEntry(entry_dir / "package", winner, "hit", outcome.records)
-            return CacheEntry(entry_dir / "package", manifest, "built", outcome.records)
+                return CacheEntry(entry_dir / "package", winner, "hit", records)
+            return CacheEntry(entry_dir / "package", manifest, "built", records)
         finally:
             if tmp.exists():
                 await asyncio.to_thread(shutil.rmtree, tmp, True)

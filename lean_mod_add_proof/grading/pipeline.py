@@ -4,7 +4,6 @@ that fails gives reward 0.0 and stops the grade. Nothing but cancellation escape
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import time
 import weakref
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_mod_add_proof.constants import CHECK_THEOREM, SUBMISSION_MODULE, WEIGHTS_MODULE, theorem_name
-from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH, TaskRecord
+from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH, TaskRecord, sha256_text
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.axioms import (
     AxiomReportError,
@@ -223,14 +222,8 @@ class _Grade:
                 manifest = entry.manifest
             else:  # no writable cache: prebuild in place, same checks
                 self.result.cache = "off"
-                await asyncio.to_thread(pkgmod.write_sources, pkg, sources)
-                outcome = await prebuild(pkg)
-                self.result.commands.extend(outcome.records)
-                if not outcome.ok:
-                    raise pkgmod.PrebuildFailed(outcome.reason, [])
-                manifest = await asyncio.to_thread(pkgmod.hash_tree, pkg)
-                if missing := pkgmod.missing_outputs(manifest):
-                    raise pkgmod.PrebuildFailed(f"prebuild left no .olean for {', '.join(missing)}", [])
+                manifest, records = await pkgmod.prebuild_package(pkg, sources, prebuild)
+                self.result.commands.extend(records)
         except pkgmod.PrebuildFailed as exc:
             self.result.commands.extend(exc.records)
             raise _Failed("build", f"could not prebuild Network/Weights: {exc.reason}") from None
@@ -289,7 +282,7 @@ class _Grade:
                 f"statement check failed (exit {out.record.exit_code}): {first}",
             )
         after = await asyncio.to_thread(pkgmod.hash_files, self.pkg, [pkgmod.CHECK_PATH])
-        if after[pkgmod.CHECK_PATH] != hashlib.sha256(text.encode()).hexdigest():
+        if after[pkgmod.CHECK_PATH] != sha256_text(text):
             raise _Failed("statement", "Check.lean changed while it was being checked")
         await self.check_trusted("statement", manifest, "statement check")
         self.result.statement_passed = True
