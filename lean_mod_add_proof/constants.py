@@ -3,6 +3,9 @@ what the grader enforces come from one place."""
 
 from __future__ import annotations
 
+#: The id `vf-eval` and the Environments Hub know this taskset by (module `lean_mod_add_proof`).
+TASKSET_ID = "lean-mod-add-proof"
+
 #: The Lean toolchain every grade runs on (written into each package's `lean-toolchain`).
 LEAN_TOOLCHAIN = "leanprover/lean4:v4.35.0-rc2"
 #: The version string `lean --version` must contain for the toolchain to count as the pinned one.

@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 from lean_mod_add_proof.cli.baseline import running_server
+from lean_mod_add_proof.constants import TASKSET_ID
 
-TASKSET_ID = "lean-mod-add-proof"
 API_KEY_VAR = "LEAN_MOD_ADD_PROOF_BASELINE_KEY"
 STAGES = ("guard_passed", "build_passed", "leanchecker_passed", "statement_passed", "axioms_passed")
 NO_TOOLCHAIN = "Lean toolchain not found"

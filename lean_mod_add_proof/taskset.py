@@ -29,7 +29,6 @@ from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
 
 logger = logging.getLogger(__name__)
 
-TASKSET_ID = "lean-mod-add-proof"
 #: Where the grade is stored on the trace.
 INFO_KEY = "lean_grader"
 #: Prefix of the stage metrics, so they read as the `lean_stages` metric's keys.
