@@ -125,6 +125,7 @@ def make_task_set(root: Path, specs=((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0
                 "n_pairs": p * p,
                 "n_train_pairs": p * p,
                 "max_abs_weight": 127,
+                "kernel_mul_adds": 2 * p**3 * hidden,
             }
         )
     (root / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

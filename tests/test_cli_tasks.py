@@ -99,3 +99,13 @@ def test_install_lean_fails_fast_without_network(capsys, tmp_path: Path, monkeyp
     assert time.monotonic() - started < 10
     assert code == 2
     assert "needs internet access" in err and "elan toolchain install" in err
+
+
+def test_tasks_shows_and_sorts_by_kernel_work(capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--sort", "kernel-mul-adds", "--json")
+    assert code == 0
+    costs = [r["kernel_mul_adds"] for r in json.loads(out)]
+    assert costs == sorted(costs) and costs[0] == 2 * 5**3 * 8
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir))
+    assert code == 0 and "kernel mul-adds" in out and f"{2 * 11**3 * 8:,}" in out

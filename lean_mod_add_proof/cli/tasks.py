@@ -33,6 +33,8 @@ def _find(task_id: str, tasks_dir: Path) -> TaskRecord:
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     records = select(load_tasks(args.tasks_dir), args.split, args.max_p)
+    if args.sort == "kernel-mul-adds":
+        records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))
     if args.json:
         print(json.dumps([r.to_json() for r in records], indent=2))
         return 0
@@ -42,11 +44,18 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     table = Table(
         title=f"{len(records)} task(s) in {args.tasks_dir} (split={args.split}, max_p={args.max_p})"
     )
-    for column in ("id", "p", "H", "seed", "split", "train fraction", "margin"):
+    for column in ("id", "p", "H", "seed", "split", "train fraction", "margin", "kernel mul-adds"):
         table.add_column(column, justify="left" if column in ("id", "split") else "right")
     for r in records:
         table.add_row(
-            r.id, str(r.p), str(r.hidden), str(r.seed), r.split, f"{r.train_fraction:g}", str(r.min_margin)
+            r.id,
+            str(r.p),
+            str(r.hidden),
+            str(r.seed),
+            r.split,
+            f"{r.train_fraction:g}",
+            f"{r.min_margin:,}",
+            f"{r.kernel_mul_adds:,}",
         )
     Console().print(table)
     return 0
@@ -98,6 +107,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
     _tasks_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the rows of tasks.jsonl as a JSON list")
+    p.add_argument(
+        "--sort",
+        choices=("id", "kernel-mul-adds"),
+        default="id",
+        help="row order: by task id, or by the kernel's work (Int multiply-adds of the brute force)",
+    )
     p.set_defaults(handler=_guarded(cmd_tasks))
 
     p = commands.add_parser("prompt", help="print the user prompt of one task, as the model sees it")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from lean_mod_add_proof.constants import theorem_name
-from lean_mod_add_proof.dataset.network import WEIGHT_BOUND, verify
+from lean_mod_add_proof.dataset.network import WEIGHT_BOUND, kernel_mul_adds, verify
 from lean_mod_add_proof.dataset.tasks import (
     TaskRecord,
     sha256_text,
@@ -148,6 +148,7 @@ def build_task(net: TrainedNetwork) -> tuple[TaskRecord, str] | str:
         n_pairs=net.p * net.p,
         n_train_pairs=int(net.train_mask.sum()),
         max_abs_weight=int(max(np.abs(m).max() for m in (net.e1, net.e2, net.w2))),
+        kernel_mul_adds=kernel_mul_adds(net.p, net.hidden),
     )
     return record, text
 

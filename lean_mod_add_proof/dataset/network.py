@@ -115,7 +115,7 @@ def all_scores(e1: Matrix | np.ndarray, e2: Matrix | np.ndarray, w2: Matrix | np
     assert bound < 2**31, f"H={h} too wide for the exactness bound"
     z = E1[:, None, :] + E2[None, :, :]  # [a, b, k]
     hid = z * z
-    return np.einsum("abk,ck->abc", hid, W2)
+    return np.matmul(hid, W2.T)  # int64: numpy's own exact loop, never BLAS
 
 
 def evaluate_all(
@@ -127,6 +127,16 @@ def evaluate_all(
     top2 = np.sort(s, axis=2)[:, :, -2:]
     margins = top2[:, :, 1] - top2[:, :, 0]
     return answers.astype(np.int64), margins.astype(np.int64)
+
+
+def kernel_mul_adds(p: int, hidden: int) -> int:
+    """Int multiply-adds in evaluating `answer` on all p*p pairs, counted as Network.lean writes it.
+
+    `scores` maps `fun w => dot w (hidden E1 E2 a b)` over the p rows of W2, so `hidden` sits
+    inside the lambda and is evaluated once per row: H `(x + y) * (x + y)` in `sqSum`, then H
+    `x * y + ...` in `dot`. That is 2 * p * H per pair and 2 * p^3 * H in all. An evaluator that
+    shares the repeated `hidden` term does (p + 1) * p^2 * H; either way the cost grows as p^3 H."""
+    return 2 * p**3 * hidden
 
 
 def targets(p: int) -> np.ndarray:

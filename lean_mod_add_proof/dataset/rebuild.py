@@ -9,20 +9,15 @@ matches its recipe is caught.
 
 from __future__ import annotations
 
-import os
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
-import argparse  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from lean_mod_add_proof.dataset.generator import TASK_DIR_RE, NpzError, generate  # noqa: E402
-from lean_mod_add_proof.dataset.trainer import grid, summary_table, train_grid  # noqa: E402
+from lean_mod_add_proof.dataset.generator import TASK_DIR_RE, NpzError, generate
+from lean_mod_add_proof.dataset.trainer import grid, summary_table, train_grid
 
 
 def generated_files(tasks_dir: Path) -> dict[str, bytes]:

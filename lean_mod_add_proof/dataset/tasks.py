@@ -38,6 +38,7 @@ class TaskRecord:
     n_pairs: int
     n_train_pairs: int
     max_abs_weight: int
+    kernel_mul_adds: int  # Int multiply-adds of the brute-force evaluation (network.kernel_mul_adds)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

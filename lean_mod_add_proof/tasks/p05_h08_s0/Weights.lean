@@ -9,29 +9,29 @@ namespace LeanCheckedNetwork.Net
 
 /-- Embedding of the first input: row `a` is added for input `a`. -/
 def E1 : List (List Int) := [
-  [Int.ofNat 90, Int.negSucc 108, Int.ofNat 54, Int.negSucc 96, Int.negSucc 82, Int.ofNat 9, Int.ofNat 99, Int.ofNat 95],
-  [Int.ofNat 95, Int.negSucc 77, Int.ofNat 1, Int.negSucc 9, Int.ofNat 127, Int.negSucc 91, Int.negSucc 94, Int.negSucc 58],
-  [Int.negSucc 70, Int.ofNat 79, Int.negSucc 75, Int.ofNat 105, Int.negSucc 100, Int.negSucc 71, Int.ofNat 15, Int.negSucc 108],
-  [Int.ofNat 22, Int.ofNat 96, Int.ofNat 110, Int.ofNat 103, Int.ofNat 68, Int.ofNat 76, Int.ofNat 66, Int.ofNat 108],
-  [Int.ofNat 5, Int.ofNat 85, Int.negSucc 115, Int.negSucc 46, Int.negSucc 18, Int.ofNat 113, Int.negSucc 117, Int.ofNat 82]
+  [Int.ofNat 83, Int.negSucc 121, Int.ofNat 99, Int.ofNat 37, Int.ofNat 83, Int.ofNat 104, Int.negSucc 80, Int.negSucc 100],
+  [Int.negSucc 36, Int.ofNat 127, Int.ofNat 92, Int.ofNat 101, Int.ofNat 59, Int.negSucc 83, Int.negSucc 67, Int.ofNat 95],
+  [Int.negSucc 67, Int.negSucc 120, Int.ofNat 67, Int.ofNat 89, Int.negSucc 91, Int.ofNat 67, Int.ofNat 62, Int.ofNat 123],
+  [Int.ofNat 71, Int.ofNat 76, Int.negSucc 90, Int.negSucc 117, Int.ofNat 112, Int.ofNat 59, Int.ofNat 86, Int.ofNat 51],
+  [Int.negSucc 76, Int.negSucc 57, Int.negSucc 50, Int.negSucc 106, Int.negSucc 93, Int.negSucc 90, Int.negSucc 3, Int.negSucc 73]
 ]
 
 /-- Embedding of the second input: row `b` is added for input `b`. -/
 def E2 : List (List Int) := [
-  [Int.ofNat 67, Int.ofNat 90, Int.ofNat 67, Int.negSucc 76, Int.ofNat 63, Int.negSucc 74, Int.ofNat 116, Int.negSucc 84],
-  [Int.ofNat 111, Int.ofNat 107, Int.negSucc 0, Int.negSucc 9, Int.negSucc 89, Int.ofNat 81, Int.negSucc 106, Int.negSucc 70],
-  [Int.negSucc 50, Int.ofNat 79, Int.negSucc 79, Int.ofNat 88, Int.ofNat 124, Int.ofNat 104, Int.ofNat 54, Int.ofNat 77],
-  [Int.ofNat 43, Int.negSucc 99, Int.ofNat 108, Int.ofNat 121, Int.negSucc 90, Int.ofNat 25, Int.negSucc 0, Int.ofNat 118],
-  [Int.negSucc 19, Int.negSucc 96, Int.negSucc 117, Int.negSucc 61, Int.negSucc 18, Int.negSucc 106, Int.negSucc 95, Int.ofNat 87]
+  [Int.negSucc 101, Int.ofNat 54, Int.negSucc 57, Int.negSucc 94, Int.ofNat 101, Int.ofNat 81, Int.negSucc 93, Int.ofNat 22],
+  [Int.negSucc 56, Int.negSucc 32, Int.ofNat 56, Int.negSucc 108, Int.negSucc 103, Int.negSucc 97, Int.negSucc 67, Int.negSucc 89],
+  [Int.ofNat 50, Int.negSucc 99, Int.ofNat 87, Int.ofNat 56, Int.ofNat 76, Int.ofNat 95, Int.ofNat 99, Int.negSucc 99],
+  [Int.negSucc 58, Int.ofNat 114, Int.ofNat 57, Int.ofNat 114, Int.ofNat 66, Int.negSucc 81, Int.ofNat 49, Int.ofNat 108],
+  [Int.ofNat 95, Int.negSucc 105, Int.negSucc 77, Int.ofNat 70, Int.negSucc 93, Int.negSucc 25, Int.negSucc 16, Int.ofNat 102]
 ]
 
 /-- Read-out weights: row `c` scores class `c`. -/
 def W2 : List (List Int) := [
-  [Int.negSucc 62, Int.negSucc 24, Int.negSucc 53, Int.ofNat 82, Int.ofNat 25, Int.ofNat 60, Int.ofNat 80, Int.negSucc 72],
-  [Int.ofNat 77, Int.negSucc 80, Int.ofNat 78, Int.negSucc 9, Int.ofNat 18, Int.ofNat 68, Int.negSucc 88, Int.negSucc 4],
-  [Int.ofNat 5, Int.negSucc 56, Int.negSucc 91, Int.negSucc 75, Int.negSucc 62, Int.ofNat 16, Int.ofNat 55, Int.ofNat 127],
-  [Int.negSucc 53, Int.ofNat 12, Int.ofNat 72, Int.negSucc 66, Int.ofNat 103, Int.negSucc 107, Int.ofNat 36, Int.negSucc 3],
-  [Int.ofNat 39, Int.ofNat 127, Int.negSucc 16, Int.ofNat 64, Int.negSucc 88, Int.negSucc 31, Int.negSucc 73, Int.negSucc 61]
+  [Int.negSucc 43, Int.negSucc 126, Int.negSucc 63, Int.ofNat 22, Int.ofNat 48, Int.ofNat 23, Int.ofNat 58, Int.ofNat 75],
+  [Int.negSucc 53, Int.ofNat 71, Int.negSucc 48, Int.negSucc 101, Int.negSucc 15, Int.negSucc 86, Int.ofNat 64, Int.ofNat 79],
+  [Int.ofNat 91, Int.negSucc 26, Int.ofNat 56, Int.negSucc 87, Int.negSucc 68, Int.ofNat 102, Int.negSucc 60, Int.ofNat 16],
+  [Int.negSucc 51, Int.negSucc 7, Int.ofNat 98, Int.ofNat 15, Int.ofNat 101, Int.negSucc 52, Int.negSucc 73, Int.negSucc 79],
+  [Int.ofNat 19, Int.ofNat 84, Int.negSucc 19, Int.ofNat 111, Int.negSucc 90, Int.negSucc 25, Int.negSucc 28, Int.negSucc 90]
 ]
 
 /-- The network's answer on inputs `a` and `b`. -/

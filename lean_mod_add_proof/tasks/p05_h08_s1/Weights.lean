@@ -9,29 +9,29 @@ namespace LeanCheckedNetwork.Net
 
 /-- Embedding of the first input: row `a` is added for input `a`. -/
 def E1 : List (List Int) := [
-  [Int.ofNat 115, Int.negSucc 10, Int.ofNat 56, Int.ofNat 93, Int.negSucc 62, Int.negSucc 72, Int.negSucc 91, Int.negSucc 92],
-  [Int.negSucc 55, Int.negSucc 37, Int.negSucc 63, Int.negSucc 98, Int.negSucc 126, Int.negSucc 22, Int.negSucc 82, Int.negSucc 10],
-  [Int.negSucc 76, Int.ofNat 38, Int.ofNat 91, Int.negSucc 96, Int.ofNat 47, Int.ofNat 79, Int.negSucc 39, Int.ofNat 96],
-  [Int.ofNat 83, Int.ofNat 50, Int.negSucc 74, Int.ofNat 14, Int.ofNat 82, Int.negSucc 79, Int.ofNat 67, Int.ofNat 77],
-  [Int.negSucc 83, Int.negSucc 78, Int.ofNat 20, Int.ofNat 86, Int.ofNat 77, Int.ofNat 74, Int.ofNat 42, Int.negSucc 55]
+  [Int.negSucc 95, Int.negSucc 69, Int.ofNat 59, Int.ofNat 83, Int.ofNat 20, Int.negSucc 62, Int.negSucc 32, Int.ofNat 94],
+  [Int.ofNat 37, Int.ofNat 59, Int.negSucc 92, Int.ofNat 93, Int.ofNat 93, Int.ofNat 28, Int.ofNat 76, Int.negSucc 85],
+  [Int.negSucc 64, Int.negSucc 57, Int.negSucc 95, Int.negSucc 86, Int.ofNat 65, Int.ofNat 109, Int.ofNat 111, Int.ofNat 110],
+  [Int.negSucc 72, Int.negSucc 74, Int.ofNat 9, Int.negSucc 126, Int.negSucc 124, Int.ofNat 58, Int.negSucc 78, Int.negSucc 60],
+  [Int.ofNat 90, Int.ofNat 101, Int.ofNat 25, Int.ofNat 39, Int.negSucc 81, Int.negSucc 89, Int.negSucc 85, Int.negSucc 62]
 ]
 
 /-- Embedding of the second input: row `b` is added for input `b`. -/
 def E2 : List (List Int) := [
-  [Int.ofNat 86, Int.negSucc 90, Int.ofNat 37, Int.ofNat 49, Int.negSucc 87, Int.negSucc 43, Int.negSucc 55, Int.ofNat 103],
-  [Int.ofNat 3, Int.ofNat 20, Int.negSucc 58, Int.negSucc 126, Int.negSucc 103, Int.ofNat 81, Int.ofNat 61, Int.ofNat 9],
-  [Int.negSucc 68, Int.ofNat 50, Int.ofNat 95, Int.negSucc 63, Int.ofNat 58, Int.negSucc 73, Int.ofNat 54, Int.negSucc 78],
-  [Int.ofNat 58, Int.negSucc 30, Int.negSucc 82, Int.ofNat 33, Int.ofNat 70, Int.ofNat 70, Int.negSucc 77, Int.negSucc 91],
-  [Int.negSucc 91, Int.ofNat 30, Int.ofNat 49, Int.ofNat 112, Int.ofNat 78, Int.negSucc 59, Int.negSucc 82, Int.ofNat 64]
+  [Int.negSucc 85, Int.negSucc 83, Int.negSucc 9, Int.negSucc 74, Int.ofNat 105, Int.negSucc 98, Int.ofNat 89, Int.negSucc 71],
+  [Int.ofNat 84, Int.negSucc 70, Int.ofNat 26, Int.negSucc 118, Int.negSucc 120, Int.ofNat 27, Int.ofNat 82, Int.ofNat 31],
+  [Int.negSucc 84, Int.ofNat 102, Int.ofNat 69, Int.ofNat 39, Int.negSucc 83, Int.ofNat 82, Int.negSucc 55, Int.ofNat 69],
+  [Int.ofNat 66, Int.negSucc 62, Int.negSucc 60, Int.ofNat 96, Int.ofNat 28, Int.ofNat 64, Int.negSucc 74, Int.negSucc 97],
+  [Int.negSucc 37, Int.ofNat 52, Int.negSucc 97, Int.ofNat 68, Int.ofNat 75, Int.negSucc 91, Int.negSucc 79, Int.ofNat 104]
 ]
 
 /-- Read-out weights: row `c` scores class `c`. -/
 def W2 : List (List Int) := [
-  [Int.ofNat 63, Int.ofNat 10, Int.negSucc 53, Int.negSucc 54, Int.negSucc 5, Int.ofNat 112, Int.ofNat 78, Int.negSucc 99],
-  [Int.ofNat 44, Int.negSucc 4, Int.ofNat 7, Int.negSucc 126, Int.ofNat 121, Int.negSucc 81, Int.negSucc 17, Int.ofNat 12],
-  [Int.negSucc 117, Int.negSucc 28, Int.ofNat 35, Int.ofNat 21, Int.ofNat 45, Int.ofNat 5, Int.negSucc 81, Int.ofNat 102],
-  [Int.ofNat 75, Int.negSucc 61, Int.negSucc 87, Int.ofNat 99, Int.negSucc 85, Int.negSucc 2, Int.negSucc 55, Int.ofNat 50],
-  [Int.negSucc 51, Int.ofNat 81, Int.ofNat 94, Int.ofNat 64, Int.negSucc 84, Int.negSucc 41, Int.ofNat 73, Int.negSucc 56]
+  [Int.ofNat 51, Int.negSucc 26, Int.ofNat 94, Int.negSucc 60, Int.ofNat 80, Int.ofNat 57, Int.negSucc 60, Int.negSucc 94],
+  [Int.negSucc 78, Int.ofNat 80, Int.negSucc 4, Int.negSucc 100, Int.ofNat 61, Int.negSucc 62, Int.ofNat 23, Int.ofNat 122],
+  [Int.ofNat 97, Int.negSucc 48, Int.ofNat 31, Int.negSucc 6, Int.negSucc 53, Int.negSucc 89, Int.ofNat 116, Int.negSucc 1],
+  [Int.negSucc 35, Int.ofNat 76, Int.negSucc 50, Int.ofNat 114, Int.negSucc 126, Int.ofNat 24, Int.ofNat 15, Int.negSucc 27],
+  [Int.negSucc 58, Int.negSucc 88, Int.negSucc 71, Int.ofNat 71, Int.ofNat 38, Int.ofNat 88, Int.negSucc 80, Int.ofNat 86]
 ]
 
 /-- The network's answer on inputs `a` and `b`. -/

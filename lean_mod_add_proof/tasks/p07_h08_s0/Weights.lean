@@ -9,35 +9,35 @@ namespace LeanCheckedNetwork.Net
 
 /-- Embedding of the first input: row `a` is added for input `a`. -/
 def E1 : List (List Int) := [
-  [Int.ofNat 40, Int.ofNat 52, Int.ofNat 99, Int.negSucc 9, Int.ofNat 93, Int.ofNat 84, Int.negSucc 87, Int.negSucc 89],
-  [Int.negSucc 60, Int.negSucc 64, Int.ofNat 33, Int.ofNat 76, Int.negSucc 84, Int.negSucc 76, Int.negSucc 97, Int.ofNat 49],
-  [Int.ofNat 88, Int.negSucc 106, Int.negSucc 73, Int.negSucc 32, Int.ofNat 84, Int.ofNat 80, Int.negSucc 78, Int.ofNat 41],
-  [Int.negSucc 112, Int.negSucc 73, Int.negSucc 95, Int.negSucc 61, Int.negSucc 39, Int.negSucc 79, Int.ofNat 57, Int.negSucc 34],
-  [Int.ofNat 82, Int.ofNat 34, Int.negSucc 78, Int.ofNat 76, Int.ofNat 52, Int.negSucc 65, Int.ofNat 87, Int.ofNat 86],
-  [Int.negSucc 76, Int.ofNat 127, Int.ofNat 26, Int.ofNat 56, Int.ofNat 42, Int.ofNat 58, Int.ofNat 126, Int.negSucc 86],
-  [Int.ofNat 43, Int.ofNat 90, Int.ofNat 90, Int.negSucc 100, Int.negSucc 50, Int.negSucc 73, Int.negSucc 42, Int.ofNat 82]
+  [Int.ofNat 55, Int.ofNat 117, Int.negSucc 28, Int.negSucc 86, Int.negSucc 78, Int.negSucc 87, Int.negSucc 92, Int.negSucc 71],
+  [Int.negSucc 69, Int.negSucc 83, Int.ofNat 80, Int.ofNat 65, Int.ofNat 93, Int.ofNat 104, Int.negSucc 62, Int.negSucc 82],
+  [Int.negSucc 75, Int.ofNat 84, Int.negSucc 75, Int.negSucc 13, Int.negSucc 58, Int.negSucc 7, Int.ofNat 93, Int.negSucc 24],
+  [Int.negSucc 54, Int.negSucc 79, Int.negSucc 98, Int.negSucc 91, Int.ofNat 87, Int.negSucc 106, Int.negSucc 85, Int.negSucc 50],
+  [Int.ofNat 55, Int.ofNat 75, Int.ofNat 111, Int.ofNat 76, Int.negSucc 97, Int.ofNat 82, Int.negSucc 104, Int.ofNat 7],
+  [Int.ofNat 79, Int.ofNat 75, Int.ofNat 91, Int.negSucc 88, Int.ofNat 84, Int.ofNat 72, Int.ofNat 65, Int.ofNat 52],
+  [Int.ofNat 83, Int.negSucc 75, Int.negSucc 84, Int.ofNat 101, Int.negSucc 76, Int.negSucc 77, Int.ofNat 54, Int.ofNat 26]
 ]
 
 /-- Embedding of the second input: row `b` is added for input `b`. -/
 def E2 : List (List Int) := [
-  [Int.ofNat 76, Int.negSucc 67, Int.negSucc 28, Int.ofNat 78, Int.negSucc 79, Int.ofNat 76, Int.negSucc 93, Int.ofNat 46],
-  [Int.negSucc 97, Int.negSucc 101, Int.ofNat 78, Int.negSucc 43, Int.ofNat 70, Int.negSucc 78, Int.negSucc 66, Int.ofNat 45],
-  [Int.ofNat 103, Int.negSucc 71, Int.ofNat 96, Int.negSucc 70, Int.negSucc 20, Int.negSucc 54, Int.ofNat 68, Int.negSucc 55],
-  [Int.negSucc 69, Int.ofNat 41, Int.ofNat 69, Int.ofNat 76, Int.ofNat 44, Int.ofNat 65, Int.ofNat 87, Int.ofNat 90],
-  [Int.ofNat 60, Int.ofNat 123, Int.negSucc 27, Int.ofNat 47, Int.ofNat 62, Int.negSucc 62, Int.ofNat 112, Int.negSucc 98],
-  [Int.negSucc 25, Int.ofNat 89, Int.negSucc 82, Int.negSucc 87, Int.negSucc 68, Int.ofNat 82, Int.negSucc 43, Int.ofNat 78],
-  [Int.negSucc 73, Int.ofNat 53, Int.negSucc 96, Int.negSucc 6, Int.ofNat 91, Int.negSucc 88, Int.negSucc 90, Int.negSucc 66]
+  [Int.negSucc 93, Int.ofNat 81, Int.ofNat 79, Int.ofNat 38, Int.negSucc 92, Int.ofNat 57, Int.negSucc 56, Int.negSucc 43],
+  [Int.negSucc 57, Int.negSucc 76, Int.negSucc 2, Int.negSucc 39, Int.ofNat 98, Int.ofNat 102, Int.ofNat 82, Int.negSucc 59],
+  [Int.negSucc 16, Int.ofNat 64, Int.negSucc 91, Int.ofNat 67, Int.negSucc 91, Int.negSucc 76, Int.negSucc 59, Int.ofNat 90],
+  [Int.ofNat 66, Int.ofNat 71, Int.ofNat 73, Int.negSucc 126, Int.ofNat 61, Int.negSucc 83, Int.negSucc 98, Int.negSucc 20],
+  [Int.ofNat 97, Int.negSucc 66, Int.ofNat 46, Int.ofNat 82, Int.negSucc 75, Int.ofNat 102, Int.ofNat 50, Int.negSucc 71],
+  [Int.ofNat 72, Int.ofNat 90, Int.negSucc 93, Int.negSucc 106, Int.ofNat 66, Int.ofNat 21, Int.ofNat 68, Int.ofNat 26],
+  [Int.negSucc 36, Int.negSucc 93, Int.ofNat 26, Int.ofNat 99, Int.ofNat 39, Int.negSucc 98, Int.negSucc 86, Int.negSucc 100]
 ]
 
 /-- Read-out weights: row `c` scores class `c`. -/
 def W2 : List (List Int) := [
-  [Int.negSucc 72, Int.negSucc 116, Int.ofNat 33, Int.ofNat 1, Int.negSucc 88, Int.ofNat 38, Int.ofNat 115, Int.ofNat 53],
-  [Int.negSucc 5, Int.negSucc 21, Int.ofNat 56, Int.ofNat 70, Int.ofNat 24, Int.negSucc 60, Int.ofNat 70, Int.negSucc 97],
-  [Int.ofNat 21, Int.ofNat 35, Int.ofNat 73, Int.negSucc 76, Int.negSucc 73, Int.negSucc 17, Int.ofNat 14, Int.ofNat 50],
-  [Int.negSucc 57, Int.ofNat 113, Int.ofNat 60, Int.negSucc 41, Int.ofNat 51, Int.ofNat 10, Int.negSucc 77, Int.negSucc 79],
-  [Int.ofNat 66, Int.ofNat 53, Int.negSucc 68, Int.ofNat 59, Int.negSucc 3, Int.negSucc 57, Int.negSucc 106, Int.ofNat 69],
-  [Int.negSucc 71, Int.ofNat 5, Int.negSucc 91, Int.ofNat 47, Int.ofNat 14, Int.ofNat 127, Int.negSucc 25, Int.ofNat 5],
-  [Int.ofNat 108, Int.negSucc 67, Int.negSucc 57, Int.negSucc 65, Int.ofNat 82, Int.negSucc 54, Int.ofNat 31, Int.ofNat 13]
+  [Int.negSucc 45, Int.ofNat 119, Int.ofNat 36, Int.negSucc 72, Int.negSucc 63, Int.negSucc 117, Int.ofNat 70, Int.ofNat 63],
+  [Int.ofNat 21, Int.negSucc 101, Int.ofNat 54, Int.ofNat 127, Int.negSucc 44, Int.ofNat 27, Int.negSucc 105, Int.ofNat 82],
+  [Int.ofNat 91, Int.ofNat 88, Int.negSucc 47, Int.negSucc 106, Int.ofNat 4, Int.ofNat 85, Int.negSucc 19, Int.negSucc 90],
+  [Int.ofNat 78, Int.negSucc 34, Int.negSucc 76, Int.ofNat 86, Int.negSucc 65, Int.negSucc 49, Int.ofNat 113, Int.negSucc 58],
+  [Int.ofNat 23, Int.negSucc 34, Int.ofNat 125, Int.negSucc 79, Int.ofNat 97, Int.negSucc 99, Int.negSucc 24, Int.ofNat 46],
+  [Int.negSucc 91, Int.ofNat 69, Int.ofNat 72, Int.ofNat 51, Int.negSucc 105, Int.ofNat 123, Int.negSucc 104, Int.negSucc 56],
+  [Int.negSucc 88, Int.negSucc 96, Int.negSucc 116, Int.ofNat 34, Int.ofNat 124, Int.ofNat 48, Int.ofNat 50, Int.negSucc 7]
 ]
 
 /-- The network's answer on inputs `a` and `b`. -/
