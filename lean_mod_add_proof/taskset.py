@@ -4,7 +4,6 @@ reward, the taskset and its default env (null harness on the subprocess runtime)
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +22,8 @@ from lean_mod_add_proof.dataset.tasks import (
     sha256_text,
     weights_path,
 )
-from lean_mod_add_proof.grading.pipeline import grade, grade_reply
-from lean_mod_add_proof.grading.result import AxiomsMode, GraderConfig, GradeResult, SandboxMode
+from lean_mod_add_proof.grading.pipeline import GradeTask, grade, grade_reply
+from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, GraderSettings
 from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
 
 logger = logging.getLogger(__name__)
@@ -33,8 +32,6 @@ logger = logging.getLogger(__name__)
 INFO_KEY = "lean_grader"
 #: Prefix of the stage metrics, so they read as the `lean_stages` metric's keys.
 METRIC_PREFIX = "lean_stages/"
-
-_GRADER_DEFAULTS = GraderConfig()
 
 
 class LeanData(vf.TaskData):
@@ -58,34 +55,17 @@ class LeanData(vf.TaskData):
     """The generated task set the task came from (None: the one shipped in the package)."""
 
 
-class LeanTaskConfig(vf.TaskConfig):
-    """How submissions are graded (`--env.taskset.task.*`); mirrors GraderConfig."""
+class LeanTaskConfig(vf.TaskConfig, GraderSettings):
+    """How submissions are graded (`--env.taskset.task.*`): every grader setting (defined once,
+    in `GraderSettings`) plus what the taskset does when the grader cannot judge."""
 
-    timeout_s: float = Field(_GRADER_DEFAULTS.timeout_s, gt=0)
-    """One deadline, in seconds, for build, kernel replay and checks together."""
-    axioms_mode: AxiomsMode = _GRADER_DEFAULTS.axioms_mode
-    """`subset`: any of propext, Classical.choice, Quot.sound; `exact`: all three, nothing else."""
-    work_root: Path | None = _GRADER_DEFAULTS.work_root
-    """Where each grade's throwaway Lake package is made (default: the system temp dir)."""
-    keep_packages: bool = _GRADER_DEFAULTS.keep_packages
-    """Keep each grade's package directory for inspection instead of deleting it."""
-    memory_mb: int = Field(_GRADER_DEFAULTS.memory_mb, ge=64)
-    """Address-space cap for every Lean process, in MiB."""
-    max_file_mb: int = Field(_GRADER_DEFAULTS.max_file_mb, ge=1)
-    """Largest file a Lean process may write, in MiB."""
-    max_concurrent: int | None = Field(_GRADER_DEFAULTS.max_concurrent, ge=1)
-    """How many grades may run Lean at once in this process (default: the number of cores)."""
-    sandbox: SandboxMode = _GRADER_DEFAULTS.sandbox
-    """Run Lean under bubblewrap: `auto` when bwrap works, `on` to require it, `off` never."""
-    cache_dir: Path | None = _GRADER_DEFAULTS.cache_dir
-    """Where prebuilt Network/Weights packages are kept (default: ~/.cache/lean-mod-add-proof)."""
-    toolchain_dir: Path | None = _GRADER_DEFAULTS.toolchain_dir
-    """Toolchain directory holding bin/lake (default: the pinned toolchain under ~/.elan)."""
+    on_grader_error: Literal["raise", "zero"] = "raise"
+    """When no verdict could be reached (no toolchain, sandbox unusable, self-test failed, internal
+    error): `raise` errors the rollout so it is not trained on; `zero` scores it 0.0."""
 
     def grader_config(self) -> GraderConfig:
         """The GraderConfig these knobs describe (the one place the two are mapped)."""
-        shared = set(GraderConfig.model_fields) & set(type(self).model_fields)
-        return GraderConfig(**{name: getattr(self, name) for name in shared})
+        return GraderConfig(**{name: getattr(self, name) for name in GraderSettings.model_fields})
 
 
 class LeanTasksetConfig(vf.TasksetConfig):
@@ -110,13 +90,6 @@ class LeanTasksetConfig(vf.TasksetConfig):
         except TaskSetError as exc:
             raise ValueError(f"tasks_dir is not a usable task set: {exc}") from None
         return value
-
-
-@functools.lru_cache(maxsize=8)
-def _index(tasks_dir: str) -> dict[str, TaskRecord]:
-    """tasks.jsonl of a task set by id (read once per process; Weights files are re-checked
-    against their hash on every grade)."""
-    return {r.id: r for r in load_tasks(Path(tasks_dir), verify_hashes=False)}
 
 
 def reply_text(trace: vf.Trace) -> str:
@@ -150,6 +123,31 @@ def utf8_safe(value: Any) -> Any:
     return value
 
 
+class GraderUnavailable(RuntimeError):
+    """The grader could not judge (the message says why and how to fix it)."""
+
+
+_warned = False
+
+
+def warn_unjudged_once(reason: str, on_grader_error: str) -> None:
+    """One prominent warning per process the first time grading is impossible."""
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    logger.warning(
+        "\n%s\nGRADING IS NOT POSSIBLE: %s\nRollouts are %s until this is fixed. Check the machine with "
+        "`lean-mod-add-proof doctor`; install Lean with `lean-mod-add-proof install-lean`.\n%s",
+        "=" * 78,
+        reason,
+        "errored (on_grader_error=raise)"
+        if on_grader_error == "raise"
+        else "scored 0.0 (on_grader_error=zero)",
+        "=" * 78,
+    )
+
+
 def stage_metrics(result: GradeResult) -> dict[str, float]:
     return {METRIC_PREFIX + name: value for name, value in result.stage_flags().items()}
 
@@ -165,13 +163,14 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
     def tasks_dir(self) -> Path:
         return Path(self.data.tasks_dir) if self.data.tasks_dir else DEFAULT_TASKS_DIR
 
-    @property
-    def record(self) -> TaskRecord:
-        """This task's row of tasks.jsonl (the grader's view of the task)."""
-        record = _index(str(self.tasks_dir)).get(self.data.id or "")
-        if record is None:
-            raise TaskSetError(f"task {self.data.id!r} is not in {self.tasks_dir}")
-        return record
+    def grade_task(self) -> GradeTask:
+        """What the grader needs, from the task's own data (no second read of tasks.jsonl)."""
+        return GradeTask(
+            task_id=self.data.id or "",
+            p=self.data.p,
+            network_lean=read_verbatim(NETWORK_LEAN_PATH),
+            weights_lean=self.weights_lean(),
+        )
 
     def weights_lean(self) -> str:
         """This task's Weights.lean, checked against the hash it was loaded with."""
@@ -181,28 +180,45 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
             raise TaskSetError(f"{path} does not match the task's weights_sha256")
         return text
 
-    def _failure(self, reason: str) -> GradeResult:
-        return GradeResult(reason=reason, task_id=self.data.id or "", theorem=self.data.theorem)
+    def _unjudged(self, reason: str) -> GradeResult:
+        return GradeResult(
+            reason=f"could not judge: {reason}",
+            judged=False,
+            failed_stage="toolchain",
+            task_id=self.data.id or "",
+            theorem=self.data.theorem,
+        )
 
     async def grade_trace(self, trace: vf.Trace) -> GradeResult:
-        """Grade the trace's reply and store the result on `trace.info`; never raises
-        (except cancellation): a grader failure is a 0.0 with the reason recorded."""
+        """Grade the trace's reply and store the result on `trace.info` (cancellation aside,
+        the grader itself never raises: any failure of its own is a "could not judge" result)."""
         try:
-            result = await grade_reply(
-                reply_text(trace), self.record, self.weights_lean(), self.config.grader_config()
-            )
+            result = await grade_reply(reply_text(trace), self.grade_task(), self.config.grader_config())
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # e.g. the task's Weights.lean changed on disk
             logger.exception("grading %s failed", self.key)
-            result = self._failure(f"grader error: {type(exc).__name__}: {exc}")
+            result = self._unjudged(f"grader error: {type(exc).__name__}: {exc}")
         trace.info[INFO_KEY] = utf8_safe(result.model_dump(mode="json"))
         return result
 
+    def unjudged(self, trace: vf.Trace, result: GradeResult) -> None:
+        """A grade that reached no verdict: warn once per process, and with `on_grader_error=raise`
+        error the rollout (verifiers records it as ok=False with the reason), so that an RL run
+        never trains on it as if the proof were wrong."""
+        warn_unjudged_once(result.reason, self.config.on_grader_error)
+        if self.config.on_grader_error == "raise":
+            raise GraderUnavailable(result.reason)
+
     @vf.metric
     async def lean_stages(self, trace: vf.Trace) -> dict[str, float]:
-        """Which grading stages passed, and how long grading took."""
-        return stage_metrics(await self.grade_trace(trace))
+        """Which grading stages passed, whether a verdict was reached, and how long it took."""
+        result = await self.grade_trace(trace)
+        metrics = stage_metrics(result)
+        if not result.judged:
+            trace.metrics.update(metrics)  # recorded even when the rollout is errored below
+            self.unjudged(trace, result)
+        return metrics
 
     @vf.reward(weight=1.0)
     async def kernel_accepts(self, trace: vf.Trace) -> float:
@@ -210,22 +226,25 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         cached = trace.info.get(INFO_KEY)
         if isinstance(cached, dict) and "accepted" in cached:
             return 1.0 if cached["accepted"] is True else 0.0
-        return 1.0 if (await self.grade_trace(trace)).accepted else 0.0
+        result = await self.grade_trace(trace)
+        if not result.judged:
+            self.unjudged(trace, result)
+        return result.reward
 
     async def validate(self, runtime: vf.Runtime | None = None) -> bool | None:
-        """Gold check: the reference (brute-force `decide +kernel`) proof must be accepted."""
+        """Gold check: the reference proof must be accepted. A grade that reached no verdict
+        raises, so vf-validate lists the task as an error with the reason."""
         try:
-            result = await grade(
-                reference_submission(self.data.p),
-                self.record,
-                self.weights_lean(),
-                self.config.grader_config(),
-            )
+            task, config = self.grade_task(), self.config.grader_config()
+            result = await grade(reference_submission(self.data.p), task, config)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             logger.exception("gold check of %s failed", self.key)
-            result = self._failure(f"grader error: {type(exc).__name__}: {exc}")
+            result = self._unjudged(f"grader error: {type(exc).__name__}: {exc}")
+        if not result.judged:
+            warn_unjudged_once(result.reason, "raise")
+            raise GraderUnavailable(result.reason)
         if not result.accepted:
             logger.warning("gold check of %s: reference proof not accepted: %s", self.key, result.reason)
         return result.accepted

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_task_set
+from helpers import make_task_set
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.constants import reference_submission, theorem_signature

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import STAGE_KEYS
+from helpers import STAGE_KEYS
 
 from lean_mod_add_proof.cli.baseline import running_server
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks

@@ -60,7 +60,9 @@ class _Block:
     closed: bool
 
 
-def _normalise_newlines(reply: str) -> str:
+def normalise_newlines(reply: str) -> str:
+    """CRLF and lone CR become LF (the text guard applies the same function, so a file judged on
+    its own and the same file taken from a reply are judged alike)."""
     return reply.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -105,7 +107,7 @@ def _content(text: str, block: _Block) -> str:
 
 def extract_submission(reply: str) -> Extraction:
     """The submission in `reply` by the rule of the module docstring."""
-    text = _normalise_newlines(reply)
+    text = normalise_newlines(reply)
     lean = _blocks(text)
     complete = [b for b in lean if b.closed]
     if not lean:

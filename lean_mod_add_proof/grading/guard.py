@@ -1,91 +1,150 @@
 """The text guard: a coarse, conservative filter that runs before Lean sees the submission.
 
-Why a text guard at all: `lake build` executes whatever the submission asks for at build time
-(`#eval`, `initialize`, macros, code-running attributes), and `Check.lean` imports the
-submission, so its syntax extensions are live there too. Only the guard stops those, so it errs
-towards rejecting: a false positive costs one rollout, a false negative can cost the grader.
+Why a text guard at all: `lake build` elaborates the submission, and elaboration can compile and
+run code the file supplies; `Check.lean` imports the submission, so its syntax extensions and
+initialisers are live there too. Only the guard stops that, so it errs towards rejecting: a false
+positive costs one rollout, a false negative can cost the grader. The guard judges exactly the
+text Lean gets: `check_guard` first turns CRLF and lone CR into LF and adds a final newline, as
+the extractor does (`extract.normalise_newlines`), so `lean-mod-add-proof guard FILE` and the
+pipeline agree on every file.
 
-How Lean reads the text, and so how the guard reads it (lean4 `src/Lean/Parser/Basic.lean`):
+How the guard reads the text (lean4 `src/Lean/Parser/Basic.lean`):
 
-- Identifiers are maximal runs of identifier characters; `isIdRest` includes every ASCII letter,
-  digit and `_`, so an ASCII run `[A-Za-z0-9_]+` that starts at a token boundary with a letter or
-  `_` is never split by Lean. A keyword token wins only if it is at least as long as the
-  identifier (`isToken`), so `sorry_x` is an identifier and `sorry` a keyword. The guard treats
-  every other character (`.`, `'`, `!`, `?`, Greek letters, subscripts, ...) as a separator:
-  that can only find *more* words than Lean does, never fewer.
-- Numbers are lexed without needing a separator after them (`0xdeadbeefsorry` is the hex
-  literal `0xdeadbeef` followed by the keyword `sorry`), so a run that starts with a digit is
-  searched for banned words as substrings.
-- `«…»` escapes any text into an identifier component (`«sorry»`, `«debug».skipKernelTC`).
-  Models do not need it, so every `«` and `»` is rejected outright instead of being unescaped.
-- Comments (`--`, nested `/- -/`) and strings are not exempt: words there count too (coarse on
-  purpose), which also makes comment-parsing differences between the guard and Lean harmless
-  everywhere except the header and attribute lists, where they are handled explicitly.
+- Identifiers are maximal runs of identifier characters; every ASCII letter, digit and `_` is one,
+  so an ASCII run `[A-Za-z0-9_]+` that starts at a token boundary is never split by Lean. The
+  guard treats every other character (`.`, `'`, `!`, `?`, Greek letters, subscripts, ...) as a
+  separator, which splits dotted names into their components (`Lean.ofReduceBool`, `x.native`)
+  and can only find *more* words than Lean does, never fewer. A keyword wins only if it is at
+  least as long as the identifier (`isToken`), so `sorry_x` is an identifier, `sorry` a keyword.
+- Numbers are lexed without needing a separator after them (`0xdeadbeefsorry` is the literal
+  `0xdeadbeef` then the keyword `sorry`), so a run that starts with a digit is searched for
+  banned words as substrings.
+- `«…»` escapes any text into an identifier (`«sorry»`); every `«` and `»` is rejected.
+- Comments and strings are not exempt: words there count too (coarse on purpose), which also
+  makes comment-parsing differences between the guard and Lean harmless everywhere except the
+  header, attribute lists and `(name := ...)`, where comments are handled explicitly.
+
+Every route by which Lean compiles and runs something the file supplies while elaborating it,
+and the rule that closes it ("C:" = read in the lean4 sources; "I:" = inferred):
+
+- `#eval`, `#eval!`, `#guard`, `#guard_msgs` (runs a nested command), `#exit` (ends checking),
+  every other `#` command (C: `src/Lean/Elab/BuiltinEvalCommand.lean`).
+  Closed by rule 3: only `#check`, `#print`, `#reduce`.
+- `run_cmd`, `run_elab`, `run_meta` (C: `BuiltinEvalCommand.lean`), `run_tac`, and the term
+  `by_elab` (C: `syntax (name := byElab) "by_elab " doSeq : term` in `src/Init/NotationExtra.lean`,
+  elaborated with `evalTerm`). Closed by rule 4 (words, and the part `elab`).
+- `initialize`, `builtin_initialize`, `@[init]`, `@[builtin_init]`: run when a module importing
+  the file starts, i.e. in `Check.lean` (I: `src/Lean/Compiler/InitAttr.lean`). Closed by rule 4
+  and the attribute allow-list (rule 7).
+- Syntax extensions whose handlers are code: `macro`, `macro_rules`, `elab`, `elab_rules`,
+  `syntax`, `notation`, `infix*`, `prefix`, `postfix`, `declare_syntax_cat`, `binder_predicate`,
+  `declare_simp_like_tactic` (an Init command expanding to `syntax` + `macro_rules`), `unif_hint`.
+  Closed by rule 4.
+- Code-running attributes: `@[macro]`, `@[command_elab]`, `@[term_elab]`, `@[tactic]`,
+  `@[delab]`, `@[app_unexpander]`, parser attributes, `@[simproc]`, `@[csimp]`,
+  `@[implemented_by]`, `@[extern]`, `@[export]`, `@[env_linter]`, and any nobody listed. Closed
+  by rule 7: attributes are an allow-list of declarative ones.
+- Procedures that tactics run: `simproc`, `dsimproc`, `simproc_decl`, `cbv_simproc` (run by
+  `simp`/`cbv`), `grind_propagator` (run by `grind`), and their `builtin_*` forms. Closed by
+  rule 4 (words, and the parts `simproc`, `dsimproc`, `builtin`).
+- Commands that expand to `initialize` or an extension: `register_option`, `register_simp_attr`,
+  `register_label_attr`, `register_linter_set`, `register_try?_tactic`, `declare_config_elab`,
+  `declare_*_simprocs`, ... (all in the Init/Lean token tables). Closed by rule 4 (the parts
+  `register` and `declare`).
+- Tactic configuration values: `declare_config_elab` elaborators evaluate `(opt := e)`,
+  `(config := e)` and even `(opt := by tac)` with `Meta.evalExpr' (safety := .unsafe)` (C:
+  `src/Lean/Elab/Tactic/Config.lean`, `mkConfigElaborator`, `elabConfig`). Closed by rule 9:
+  every `(name := value)` has a literal value.
+- `decide +native`, `native_decide`, `bv_decide`: compile the `Decidable` instance and run it
+  (`Lean.ofReduceBool`; in 4.35 a per-use `nativeEqTrue` axiom). Closed by rule 4: `native` as a
+  whole word (so also `(native := true)` and `x.native`), `native_decide`, `bv_decide`,
+  `ofReduceBool`, `reduceBool`.
+- `include_str`: reads a file at build time (a builtin term in the Init token table; formerly
+  `src/Lean/Widget/IncludeStr.lean`). Closed by rule 4.
+- `unsafe` definitions and the term `unsafe e` (C: `src/Lean/Parser/Term.lean`), `unsafeCast`,
+  `unsafeBaseIO`, `unsafeIO`, `unsafeEIO`, `ptrAddrUnsafe`. Closed by rule 4 (word and part).
+- `%` term elaborators, elaboration internals that let a term pick its own expected type or
+  context (C: `src/Lean/Parser/Term.lean`): `type_of%`, `ensure_type_of%`,
+  `ensure_expected_type%`, `no_implicit_lambda%`, `clear%`, `decl_name%`, `with_decl_name%`,
+  `let_mvar%`, `wait_if_type_mvar%`, `wait_if_type_contains_mvar%`, `wait_if_contains_mvar%`,
+  `default_or_ofNonempty%`, `no_error_if_unused%`, `binop%`, `binop_lazy%`, `binrel%`,
+  `binrel_no_prop%`, `leftact%`, `rightact%`, `unop%`, `for_in%`, `for_in'%`; the command
+  `reset_grind_attrs%` (C: `src/Init/Grind/Attr.lean`); Mathlib's `eval%` runs code. Closed by
+  rule 5: no identifier character right before `%`, which covers ones nobody listed.
+- Compiler axioms (C: `src/Init/Prelude.lean`): `lcProof`, `lcCast`, `lcUnreachable`, `lcAny`,
+  `lcErased`, `lcRealWorld`. They are usable in unsafe-evaluated code, and `lcCast` or
+  `lcRealWorld` forges the `IO.RealWorld` token that running an `IO` action needs. Closed by
+  rule 5: no name component `lc` followed by a capital letter.
+- `idbg e`, the interactive debugger (a `do` element that talks to a client when the code runs).
+  Closed by rule 4.
+- `set_option trace.profiler.output` (writes a file at a chosen path) and other options. Closed by
+  rule 8: an option allow-list.
+
+Not routes (nothing the file supplies is compiled or run): `#reduce`, `decide`, `decide +kernel`
+and `rfl` (kernel or `whnf` reduction); instance synthesis (unification; instances are terms);
+`deriving` (only builtin handlers, which write definitions; adding a handler needs `initialize`);
+compiling a `def` to IR (the compiler runs, the definition does not); `termination_by`,
+`decreasing_by` (tactics); structural recursion and `partial_fixpoint` (kernel-checked).
 
 Rules (the first that fails gives the verdict, in this order):
 
-1. Characters: no NUL or other control characters except newline and tab, no carriage return
-   (the extractor turns CRLF into LF), no Unicode format characters (bidi overrides, zero-width
-   characters, BOM), line/paragraph separators or lone surrogates, and no `«`/`»`.
-2. Hash commands: `#` followed by a name is allowed only for `#check`, `#print` and `#reduce`
-   (so `#eval`, `#eval!`, `#exit`, `#guard`, `#guard_msgs`... are all rejected).
-3. Banned words (`BANNED_WORDS`), as whole words, case-sensitive, anywhere. Words in
-   `BANNED_WORD_PARTS` are also banned, case-insensitively, as a part of a longer word, where
-   parts are split at `_` and at camelCase humps: `native_decide`, `sorryAx`,
-   `builtin_initialize`, `unsafeBaseIO`, `evalNativeDecide`, `declare_syntax_cat`. Words that
-   merely contain a banned word without such a boundary pass (`initial_value`, `prefix_sum`,
-   `alternative`, `axiomatic`).
-4. Header: a `module` header is rejected; every `import` word in the file must read
-   `import <allowed module>` with spaces only in between, must sit in the real header (Lean's
-   header rules: only whitespace and comments before and between imports), and the header must
-   import `LeanCheckedNetwork.Weights`. An import inside a comment therefore never counts, and
-   `public import`, `meta import`, `import all` are rejected.
-5. Attribute lists (`@[...]` and `attribute [...]`) may contain only the words in
-   `ALLOWED_ATTRIBUTE_WORDS` and numbers, and no comment or string; `attribute` followed by a
-   comment is rejected. This stops every code-running attribute (`init`, `command_elab`,
-   `tactic`, `macro`, `delab`, `app_unexpander`, `csimp`, `export`, `extern`, parser
-   attributes, ...) including ones nobody listed.
-6. `set_option` may only name options in `ALLOWED_OPTIONS` (or under `ALLOWED_OPTION_PREFIXES`),
-   e.g. `set_option maxRecDepth 100000 in`. Besides `debug.*` this keeps out
-   `trace.profiler.output`, which writes a file at a path the submission chooses.
-7. Leading-dot identifiers (`.inl h`, `.FS.writeFile`): a `.` followed by a name is allowed only
-   as a projection right after a term (`h.1`, `(f x).symm`, `x |>.map f`) or as a pattern right
-   after a single `|` (`| .inl h => ...`). Lean resolves `.x.y` in the namespace of the
-   *expected type*, so under an `IO`-typed expected type (`timeit "" (.FS.writeFile p s)`)
-   it reaches every `IO.*` function without writing `IO`. Patterns never run.
-8. `(config := ...)` must be a structure instance `{ ... }`, and `DecideConfig` is a banned word:
-   `decide (config := ⟨false, true, true, false⟩)` is `decide +native` without the word.
+1. Size: at most `MAX_SUBMISSION_BYTES` (1 MiB) of UTF-8 after newline normalisation.
+2. Characters: no NUL or other control characters except newline and tab, no Unicode format
+   characters (bidi overrides, zero-width characters, BOM), line/paragraph separators or lone
+   surrogates, and no `«`/`»`.
+3. Hash commands: `#` followed by a name is allowed only for `ALLOWED_HASH_COMMANDS`.
+4. Banned words (`BANNED_WORDS`), as whole words, case-sensitive, anywhere: a word counts when it
+   is an identifier or one dot-separated component of one (`x.native`, `my.sorry`,
+   `Lean.ofReduceBool`), but not when it is merely part of a longer name (`native_ok_free`,
+   `initial_step`, `sorry_free_lemma` pass). `BANNED_WORD_PARTS` are also banned,
+   case-insensitively, as a strict part of a longer name split at `_` and at camelCase humps;
+   each part is kept only for the constants and commands named beside it in the tuple.
+5. No identifier character right before `%` (`type_of%`, `x%7`; write `x % 7`; a number before
+   `%`, as in `100%`, is fine) and no identifier component that is `lc` followed by a capital
+   letter (`lcCast`).
+6. Header: no `module` header; every `import` word must read `import <allowed module>` and sit in
+   the real header (only whitespace and comments before and between imports, as Lean's header
+   parser requires), and the header must import `LeanCheckedNetwork.Weights`. The word `import`
+   anywhere else (a comment included) is rejected.
+7. Attribute lists (`@[...]`, `attribute [...]`) may contain only `ALLOWED_ATTRIBUTE_WORDS` and
+   numbers, or `grind` with its modifiers (`GRIND_ATTRIBUTE_WORDS`, `=`, `_=_`, `→`, `←`, ...);
+   no comment or string inside; `attribute` followed by a comment is rejected.
+8. `set_option` may only name `ALLOWED_OPTIONS` or options under `ALLOWED_OPTION_PREFIXES`.
+9. Named values: in every `(name := value)` of the file the value must be a literal: `true`,
+   `false`, a decimal numeral, or `{ field := literal, ... }` (fields separated by commas or
+   newlines); `(priority := high|mid|low|default)` is also allowed and `(disch := tac)` /
+   `(discharger := tac)` take any tactic (its own `(name := ...)` are checked the same way). No
+   comment may sit between the `(`, the name and `:=`. `+opt` and `-opt` need no check.
 
-Why rules 3 and 7 matter beyond their words: tactic configuration values (`decide (kernel := e)`,
-`simp (config := e)`) and the path of `include_str e` are *compiled and run* while the file
-builds (lean4 `src/Lean/Elab/Tactic/Config.lean`: `Meta.evalExpr'`). Any code the submission
-writes there runs; it is harmless only while it cannot reach `IO`. The guard therefore bans
-every way in it knows: the word `IO`, leading dots (rule 7), `timeit`/`allocprof` (top-level
-functions taking an `IO` action), `println` (`println!` expands to `IO.println`), `include_str`,
-and the `unsafe*IO` escapes.
+Decisions, and why:
 
-Defence-in-depth additions to the seed's word list and why:
-`native` (`decide +native` with any spacing, `(config := { native := true })`), `debug` and
-`skipKernelTC` (`set_option debug.skipKernelTC` however it is spelt), `prelude` (kernel
-built-in names could be redefined), `sorryAx`, `builtin*`, `export` (alias planting),
-`meta`/`Meta`/`Elab`/`Environment`/`addDecl`/`evalDecl`/`evalConst`/`compileDecl`
-(metaprogramming and faked elaborator types for code-running attributes), `ofReduceNat`,
-`reduceBool`, `reduceNat`, `trustCompiler`, `bv_decide` (compiler-trusting proofs), `dbg`/
-`dbg_trace`/`dbgTrace` (evaluation side channels), `delab`, `app_unexpander`, `csimp`,
-`simproc`, `dsimproc`, `binder_predicate`, `register_option`, `register_simp_attr`, `register_label_attr`
-(commands that expand to banned ones), `bootstrap` (bootstrap options), `extern` as a part,
-`declare_simp_like_tactic` (an Init command that expands to `syntax` + `macro_rules`, adding a
-token that is live in Check.lean), `unif_hint` (expands to an attribute outside the allow-list),
-`lcProof` (an axiom of Init proving any proposition), `include_str` (runs its argument as code
-and reads a file at build time), `timeit`, `allocprof`, `println` (ways into `IO`, see below),
-`DecideConfig` (rule 8).
-Deliberately allowed: `tactic` (common in comments; its attribute is stopped by rule 5),
-`maxHeartbeats`/`maxRecDepth` options, `local instance`, `attribute [simp]`, `partial_fixpoint`
-(kernel-checked), `IO` only as a whole word (`ratio`, `BaseIO` as a type name pass).
+- Rule 9 covers term-level named arguments too (`f (x := y)`, `@Nat.rec (motive := ...)`,
+  `Fin.mk (isLt := by decide)`). Lean parses a tactic's `(opt := e)` and a term's named argument
+  `(x := e)` with the same shape, and only the tactic's is evaluated; telling them apart needs the
+  full tactic grammar (which tactic names take configurations, where a term ends). Honest proofs
+  here rarely need a non-literal named argument (`(n := 3)` and `(h := true)` still pass), so the
+  rule applies everywhere: it cannot miss a configuration position, however a tactic spells it.
+- With configuration values literal, nothing the file writes is run, so the old leading-dot ban
+  (`.inl h`, `⟨0, .refl 0⟩`, `if let .some x := e`) is gone: a leading dot only resolves a name.
+  `/.lake` paths in comments were rejected only through that rule; with no build-time code a path
+  in the text is inert, so they pass. `@[grind]` and its modifiers are declarative (E-matching
+  patterns and case splits) and are allowed.
+- Part matching was cut to the parts that name something a whole-word match misses (see the
+  tuple). `sorry`, `admit`, `native`, `initialize`, `macro`, `syntax`, `debug`, `extern` and
+  `delab` are whole words only: the dangerous spellings are the words themselves or caught by
+  other rules (`sorryAx` is a word, `@[extern]` an attribute, `debug.*` an option).
+- A banned word or `import` in a comment is still rejected (policy: simple to state, and it stops
+  comment-parsing tricks). A comment right after `(` or after `(name` is rejected (rule 9) because
+  it could hide `:=` from a reader that does not parse comments.
+- Residual risk, accepted: a literal is still resolved by Lean. A declaration named `true` in the
+  current namespace, an `OfNat Nat n` instance or a coercion can make `(kernel := true)` or
+  `(maxSteps := 5)` evaluate code the file wrote. That code is pure: every known source of an
+  `IO.RealWorld` token (`IO`, `unsafe*`, `lcCast`, `lcRealWorld`) is banned, so it can only spend
+  time and memory, which the grader's deadline and memory cap bound.
 
-Everything here is linear in the input: a few C-level regex scans, one pass over the distinct
-words, and at most one scan per rule; a 5 MB input takes well under a second. No function here
-raises on any `str`.
+Everything here is linear in the input: C-level regex scans with possessive quantifiers, one pass
+over the distinct words, and at most one scan per rule; 1 MiB of adversarial text takes well under
+a second. No function here raises on any `str`.
 """
 
 from __future__ import annotations
@@ -95,7 +154,8 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lean_mod_add_proof.constants import ALLOWED_IMPORTS, REQUIRED_IMPORT
+from lean_mod_add_proof.grading.extract import normalise_newlines
+from lean_mod_add_proof.grading.lean_names import ALLOWED_IMPORTS, REQUIRED_IMPORT
 
 
 @dataclass(frozen=True)
@@ -108,6 +168,9 @@ class GuardVerdict:
     line: int | None = None
 
 
+#: Largest submission the guard reads (bytes of UTF-8, after CRLF -> LF and a final newline).
+MAX_SUBMISSION_BYTES = 1_048_576
+
 #: Words rejected as whole words (case-sensitive), anywhere in the file. Entries starting with
 #: `#` are enforced by the hash-command rule, which rejects every `#` command except
 #: `ALLOWED_HASH_COMMANDS`. This exact tuple is shown to the model.
@@ -119,24 +182,30 @@ BANNED_WORDS: tuple[str, ...] = (
     "initialize", "#eval", "run_cmd", "run_tac", "run_elab", "run_meta", "IO", "init", "evalExpr",
     # Required bypass defences.
     "skipKernelTC", "prelude", "sorryAx", "builtin_initialize",
-    # Defence in depth (see the module docstring).
+    # Defence in depth (see the module docstring's table).
     "#exit", "export", "builtin", "builtin_init", "command_elab", "term_elab", "delab",
     "app_unexpander", "csimp", "simproc", "dsimproc", "binder_predicate", "declare_syntax_cat",
     "register_option", "register_simp_attr", "register_label_attr", "meta", "Meta", "Elab",
     "Environment", "addDecl", "evalDecl", "evalConst", "compileDecl", "ofReduceNat",
     "reduceBool", "reduceNat", "trustCompiler", "bv_decide", "unsafeCast", "unsafeBaseIO",
     "unsafeIO", "unsafeEIO", "dbg", "dbg_trace", "dbgTrace", "bootstrap",
-    # Red-team additions: code-running and IO entry points without a banned word.
+    # Code-running and IO entry points found by red teams.
     "declare_simp_like_tactic", "unif_hint", "lcProof", "include_str", "timeit", "allocprof",
-    "println", "DecideConfig",
+    "println", "by_elab", "idbg", "grind_propagator",
 )  # fmt: skip
 
-#: Words (lowercase) also banned case-insensitively as an `_`- or camelCase-separated part of a
-#: longer word. Each is also a whole word in `BANNED_WORDS`.
+#: Parts (lowercase) banned case-insensitively as a strict part of a longer name split at `_` and
+#: camelCase humps. Each is kept only for what a whole-word match would miss:
 BANNED_WORD_PARTS: tuple[str, ...] = (
-    "sorry", "admit", "native", "unsafe", "initialize", "builtin", "macro", "elab", "syntax",
-    "debug", "extern", "dbg", "delab", "simproc",
-)  # fmt: skip
+    "unsafe",  # ptrAddrUnsafe, withPtrAddrUnsafe, isExclusiveUnsafe (unsafe Init constants)
+    "builtin",  # builtin_simproc, builtin_dsimproc, builtin_grind_propagator, builtin_cbv_simproc
+    "elab",  # declare_config_elab, show_term_elab, elab_stx_quot (code-running commands)
+    "simproc",  # simproc_decl, cbv_simproc, cbv_simproc_decl (compiled simp procedures)
+    "dsimproc",  # dsimproc_decl, builtin_dsimproc_decl
+    "dbg",  # dbgTraceIfShared, dbgSleep, dbgStackTrace (side effects from pure code)
+    "register",  # register_linter_set, register_try?_tactic, register_error_explanation (-> initialize)
+    "declare",  # declare_config_elab, declare_command_config_elab, declare_uint_simprocs
+)
 
 #: The only `#` commands allowed (all read-only).
 ALLOWED_HASH_COMMANDS: tuple[str, ...] = ("#check", "#print", "#reduce")
@@ -145,8 +214,16 @@ ALLOWED_HASH_COMMANDS: tuple[str, ...] = ("#check", "#print", "#reduce")
 ALLOWED_ATTRIBUTE_WORDS: tuple[str, ...] = (
     "simp", "reducible", "irreducible", "semireducible", "instance", "local", "scoped", "inline",
     "noinline", "specialize", "default_instance", "match_pattern", "ext", "congr", "refl",
-    "symm", "induction_eliminator", "cases_eliminator", "high", "mid", "low", "default",
-    "priority",
+    "symm", "induction_eliminator", "cases_eliminator", "high", "mid", "low",
+    "default", "priority",
+)  # fmt: skip
+
+#: An attribute instance starting with `grind` (also `grind!`, `grind?`, `grind!?`) may use these
+#: words, numbers and the symbol modifiers `=`, `=_`, `_=_`, `←`, `→`, `⇐`, `⇒`, `<-`, `->`, `.`, `·`
+#: (lean4 `src/Init/Grind/Attr.lean`, `grindMod`).
+GRIND_ATTRIBUTE_WORDS: tuple[str, ...] = (
+    "grind", "gen", "usr", "cases", "eager", "intro", "ext", "inj", "funCC", "norm", "unfold",
+    "symbol", "high", "mid", "low", "default", "local", "scoped",
 )  # fmt: skip
 
 #: Options `set_option` may set.
@@ -158,30 +235,38 @@ ALLOWED_OPTIONS: tuple[str, ...] = (
 #: Option families `set_option` may set (printing and linters only).
 ALLOWED_OPTION_PREFIXES: tuple[str, ...] = ("pp.", "linter.")
 
+#: Names whose `(name := value)` takes a tactic, not a value (`simp (disch := omega)`).
+TACTIC_VALUED_NAMES: tuple[str, ...] = ("disch", "discharger")
+
 #: The guard's rules in words, for the prompt (beside `BANNED_WORDS`).
 GUARD_RULES: tuple[str, ...] = (
-    "The file starts with its imports (only comments and blank lines before them); the word "
-    "`import` may appear nowhere else, not even in a comment.",
-    "Forbidden words are matched as whole words, case-sensitively, in code, comments and strings "
-    f"alike; {', '.join(f'`{w}`' for w in BANNED_WORD_PARTS)} are also forbidden as a part of a "
-    "longer name split at `_` or a capital letter (`native_decide`, `sorryAx`, `unsafeCast`).",
+    "The file is at most 1 MiB and starts with its imports (only comments and blank lines before "
+    "them); the word `import` may appear nowhere else, not even in a comment.",
+    "Forbidden words count as whole names or dot-separated parts of names (`x.native`), in code, "
+    "comments and strings alike; a longer name that merely contains one passes (`native_ok`). "
+    f"{', '.join(f'`{w}`' for w in BANNED_WORD_PARTS)} are also forbidden inside a longer name "
+    "split at `_` or a capital letter (`simproc_decl`, `ptrAddrUnsafe`).",
     f"The only `#` commands allowed are {', '.join(f'`{c}`' for c in ALLOWED_HASH_COMMANDS)}.",
     "Attributes (`@[...]`, `attribute [...]`) may only use "
-    f"{', '.join(f'`{w}`' for w in ALLOWED_ATTRIBUTE_WORDS)} and numbers.",
+    f"{', '.join(f'`{w}`' for w in ALLOWED_ATTRIBUTE_WORDS)} and numbers, or `grind` with its "
+    "modifiers (`@[grind =]`, `@[grind →]`, `@[grind cases]`, ...).",
     f"`set_option` may only set {', '.join(f'`{o}`' for o in ALLOWED_OPTIONS)} and options under "
     f"{', '.join(f'`{p}`' for p in ALLOWED_OPTION_PREFIXES)}.",
+    "Tactic options and named arguments take literal values only: `+opt`, `-opt`, "
+    "`(opt := true)`, `(opt := false)`, `(opt := 100)` or `(config := { opt := true, n := 5 })`; "
+    "any other `(name := value)` is rejected (`(disch := tactic)` is allowed), and no comment may "
+    "sit inside `(name :=`.",
+    "No name may touch a `%` (write `(a + b) % 7`, not `b%7`; `type_of%`-style elaborators are "
+    "forbidden) and no compiler-internal `lc…` names (`lcProof`, `lcCast`).",
     "No `«»` identifier escapes, no `module` header, no control, zero-width or bidirectional characters.",
-    "No leading-dot names such as `.inl h` or `.refl` (write `Or.inl h`, `Eq.refl _`); a dot may "
-    "follow a term (`h.1`, `(f x).symm`, `l |>.map f`) or start a pattern after `|` (`| .inl h =>`).",
-    "`(config := ...)` must be a structure instance `{ ... }` (or use `+option`/`(option := value)`).",
 )
 
 _WORD_CHARS = "A-Za-z0-9_"
+_WORD_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _RUN_RE = re.compile(rf"[{_WORD_CHARS}]+")
 _DIGIT_LINE_RE = re.compile(r"^[0-9].*$", re.MULTILINE)
 _HUMP_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _HASH_RE = re.compile(rf"#([A-Za-z_][{_WORD_CHARS}]*)")
-_WORD_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _IMPORT_NAME_RE = re.compile(r"[ ]+([^\s]*)")
 _WS_RE = re.compile(r"[ \n\t]*")
 _MODULE_RE = re.compile(rf"module(?![{_WORD_CHARS}])")
@@ -190,16 +275,41 @@ _OPTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*(?:\.[A-Za-z_][A-Za-z0-9
 
 _WHOLE = frozenset(w for w in BANNED_WORDS if not w.startswith("#"))
 _PARTS = frozenset(BANNED_WORD_PARTS)
-_PART_ALTERNATION = "|".join(sorted(BANNED_WORD_PARTS, key=len, reverse=True))
-_PART_SUBSTR_RE = re.compile(_PART_ALTERNATION)
+_PART_SUBSTR_RE = re.compile("|".join(sorted(BANNED_WORD_PARTS, key=len, reverse=True)))
 _WHOLE_SUBSTR_RE = re.compile("|".join(re.escape(w) for w in sorted(_WHOLE, key=len, reverse=True)))
 _ATTR_OK = frozenset(ALLOWED_ATTRIBUTE_WORDS)
+_GRIND_OK = frozenset(GRIND_ATTRIBUTE_WORDS)
 _HASH_OK = frozenset(c[1:] for c in ALLOWED_HASH_COMMANDS)
 
 # Always-rejected characters; other non-ASCII characters are judged by Unicode category.
 _BAD_ASCII = frozenset(chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _ESCAPES = frozenset("«»")
+
+# Rule 5. `%` right after an identifier (a letter, `_`, `'`, `!`, `?` or subscript, then any
+# digits): a number alone before `%` (`100%`) does not match. `lc` + capital at the start of a
+# name component.
+_PERCENT_RE = re.compile(r"(?:(?<=[^\W\d])|(?<=['!?]))\d*+%")
+_LC_RE = re.compile(r"(?<![A-Za-z_])lc[A-Z]")
+
+# Rule 9. `(`, whitespace, then a comment, or a name then whitespace then a comment or `:=`. A name
+# is a run of anything but whitespace, ASCII punctuation other than `_'!?.`, and unicode brackets:
+# wider than Lean's identifiers, so it can only flag more. Possessive quantifiers keep every
+# match linear (nothing is retried).
+_WS = r"[ \t\n]*+"
+_NAME = r"[^\x00-\x20\x7f\"#$%&()*+,\-/:;<=>@\[\\\]^`{|}~⟨⟩⦃⦄«»]++"
+_NAMED_HEAD_RE = re.compile(rf"\({_WS}(?:(?P<lead>--|/-)|(?P<name>{_NAME}){_WS}(?:(?P<trail>--|/-)|:=))")
+_LITERAL = r"(?:true|false|[0-9]++)(?![A-Za-z0-9_'!?.])"
+_FIELD = r"[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+"
+_LITERAL_VALUE_RE = re.compile(rf"{_WS}{_LITERAL}{_WS}\)")
+_STRUCT_VALUE_RE = re.compile(
+    rf"{_WS}\{{{_WS}(?:{_FIELD}{_WS}:={_WS}{_LITERAL}{_WS}(?:,{_WS})?+)*+\}}{_WS}\)"
+)
+_PRIORITY_VALUE_RE = re.compile(rf"{_WS}(?:high|mid|low|default|[0-9]++)(?![A-Za-z0-9_'!?.]){_WS}\)")
+_TACTIC_VALUED = frozenset(TACTIC_VALUED_NAMES)
+
+# Rule 7: where an attribute list may start (`attribute` is checked for a following `[`).
+_ATTR_START_RE = re.compile(rf"@\[|(?<![{_WORD_CHARS}])attribute(?![{_WORD_CHARS}])")
 
 
 def _ok() -> GuardVerdict:
@@ -208,6 +318,10 @@ def _ok() -> GuardVerdict:
 
 def _fail(reason: str, word: str | None, line: int | None) -> GuardVerdict:
     return GuardVerdict(False, reason, word, line)
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
 
 
 def _word_positions(text: str, word: str) -> Iterator[int]:
@@ -222,8 +336,37 @@ def _word_positions(text: str, word: str) -> Iterator[int]:
         pos = text.find(word, end)
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+def _is_name_char(ch: str) -> bool:
+    """Whether Lean may read `ch` as part of an identifier (a superset of Lean's `isIdRest`)."""
+    return ch in _WORD_SET or ch in "'!?" or (ord(ch) > 0x7F and ch.isalnum())
+
+
+# --- rule 1: size --------------------------------------------------------------------------------
+
+
+def as_lean_file(text: str) -> str:
+    """The text as the pipeline hands it to Lean: LF line endings and a final newline."""
+    text = normalise_newlines(text)
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def _too_large(size: int | None) -> GuardVerdict:
+    shown = f" ({size} bytes of UTF-8)" if size is not None else ""
+    return _fail(
+        f"submission is larger than 1 MiB{shown}; at most {MAX_SUBMISSION_BYTES} bytes are allowed",
+        None,
+        None,
+    )
+
+
+def _check_size(text: str) -> GuardVerdict | None:
+    if len(text) > MAX_SUBMISSION_BYTES:  # every character is at least one byte
+        return _too_large(None)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    return _too_large(size) if size > MAX_SUBMISSION_BYTES else None
+
+
+# --- rule 2: characters --------------------------------------------------------------------------
 
 
 def _char_name(ch: str) -> str:
@@ -233,12 +376,13 @@ def _char_name(ch: str) -> str:
 
 
 def _check_chars(text: str) -> GuardVerdict | None:
-    bad: set[str] = set()
-    for ch in set(text):
-        if ch in _BAD_ASCII or ch in _ESCAPES or ch == "\r":
-            bad.add(ch)
-        elif ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES:
-            bad.add(ch)
+    bad = {
+        ch
+        for ch in set(text)
+        if ch in _BAD_ASCII
+        or ch in _ESCAPES
+        or (ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)
+    }
     if not bad:
         return None
     pos = min(text.find(ch) for ch in bad)
@@ -248,118 +392,10 @@ def _check_chars(text: str) -> GuardVerdict | None:
         return _fail(f"identifier escape '{ch}' on line {line} is not allowed", ch, line)
     if ch == "\x00":
         return _fail(f"NUL character on line {line}", ch, line)
-    if ch == "\r":
-        return _fail(f"carriage return on line {line} (use LF line endings)", ch, line)
     return _fail(f"forbidden character U+{ord(ch):04X} {_char_name(ch)} on line {line}", ch, line)
 
 
-class _HeaderTooComplex(Exception):
-    pass
-
-
-#: Most imports and comment delimiters the header scan reads before giving up (real files have a
-#: handful); keeps pathological nesting from costing seconds.
-_MAX_HEADER_COMMENT_TOKENS = 10_000
-
-
-def _skip_ws_comments(text: str, pos: int) -> int | None:
-    """Skip whitespace and comments the way Lean's `whitespace` does (block comments nest);
-    None on an unterminated block comment. `/--` and `/-!` are doc-comment tokens, not
-    whitespace, so they end the skip."""
-    n, budget = len(text), _MAX_HEADER_COMMENT_TOKENS
-    while True:
-        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
-        budget -= 1
-        if budget < 0:
-            raise _HeaderTooComplex
-        if text.startswith("--", pos):
-            end = text.find("\n", pos)
-            pos = n if end < 0 else end + 1
-        elif text.startswith("/-", pos) and not text.startswith(("/--", "/-!"), pos):
-            depth, pos = 1, pos + 2
-            close, opening = text.find("-/", pos), text.find("/-", pos)
-            while depth:
-                budget -= 1
-                if budget < 0:
-                    raise _HeaderTooComplex
-                if close < 0:
-                    return None
-                if 0 <= opening < close:
-                    depth, pos = depth + 1, opening + 2
-                else:
-                    depth, pos = depth - 1, close + 2
-                # Re-search only what was consumed, so nested comments stay linear.
-                if close < pos:
-                    close = text.find("-/", pos)
-                if 0 <= opening < pos:
-                    opening = text.find("/-", pos)
-        else:
-            return pos
-
-
-def _header_imports(text: str) -> tuple[list[int], int | None]:
-    """Positions of the `import` keywords of the real header, and the position of the first
-    token after it (None if a comment in the header never ends)."""
-    positions: list[int] = []
-    pos = _skip_ws_comments(text, 0)
-    while pos is not None:
-        if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] not in _WORD_SET)):
-            break
-        positions.append(pos)
-        name = _IMPORT_NAME_RE.match(text, pos + 6)
-        if not name:
-            break
-        pos = _skip_ws_comments(text, name.end())
-    return positions, pos
-
-
-def _check_header(text: str) -> GuardVerdict | None:
-    try:
-        return _check_header_inner(text)
-    except _HeaderTooComplex:
-        limit = _MAX_HEADER_COMMENT_TOKENS
-        return _fail(f"the file header is too long (over {limit} imports and comments)", "import", None)
-
-
-def _check_header_inner(text: str) -> GuardVerdict | None:
-    allowed = ", ".join(ALLOWED_IMPORTS)
-    for at in _word_positions(text, "import"):
-        name = _IMPORT_NAME_RE.match(text, at + 6)
-        module = name.group(1) if name else ""
-        if module not in ALLOWED_IMPORTS:
-            line = _line_of(text, at)
-            shown = module[:80] if module else "<nothing on this line>"
-            return _fail(
-                f"import '{shown}' on line {line} is not allowed (allowed: {allowed})", "import", line
-            )
-    first = _skip_ws_comments(text, 0)
-    if first is not None and _MODULE_RE.match(text, first):
-        line = _line_of(text, first)
-        return _fail(f"a 'module' header (line {line}) is not allowed", "module", line)
-    header, _end = _header_imports(text)
-    modules = {_IMPORT_NAME_RE.match(text, p + 6).group(1) for p in header}  # type: ignore[union-attr]
-    if REQUIRED_IMPORT not in modules:
-        return _fail(f"missing required 'import {REQUIRED_IMPORT}' in the file header", "import", None)
-    in_header = set(header)
-    for at in _word_positions(text, "import"):
-        if at not in in_header:
-            line = _line_of(text, at)
-            return _fail(
-                f"'import' on line {line} is outside the file header (imports must come first; "
-                "the word may not appear anywhere else)",
-                "import",
-                line,
-            )
-    return None
-
-
-def _first_run(text: str, wanted: dict[str, str]) -> tuple[int, str, str]:
-    """The first run of `text` that is a key of `wanted` (scan stops there)."""
-    for m in _RUN_RE.finditer(text):
-        if m.group(0) in wanted:
-            return m.start(), wanted[m.group(0)], m.group(0)
-    run, word = next(iter(wanted.items()))  # unreachable: every key is a run of `text`
-    return 0, word, run
+# --- rule 3: hash commands -----------------------------------------------------------------------
 
 
 def _check_hash_commands(text: str) -> GuardVerdict | None:
@@ -372,26 +408,37 @@ def _check_hash_commands(text: str) -> GuardVerdict | None:
     return None
 
 
+# --- rule 4: banned words ------------------------------------------------------------------------
+
+
 def _banned_part(run: str) -> str | None:
-    """The banned part of `run` when split at `_` and camelCase humps, if any."""
+    """The banned part of `run` when split at `_` and camelCase humps, if any; a part that is the
+    whole run does not count (that is the whole-word rule's business)."""
     for piece in run.split("_"):
         for hump in _HUMP_RE.findall(piece):
             low = hump.lower()
-            if low in _PARTS:
+            if low in _PARTS and len(hump) < len(run):
                 return low
     return None
 
 
-def _check_words(text: str) -> GuardVerdict | None:
-    runs = set(_RUN_RE.findall(text))
-    wanted: dict[str, str] = {word: word for word in runs & _WHOLE}  # run -> banned word
-    joined = "\n".join(runs)
-    # Runs that may hold a part word at a hump boundary; each distinct run is examined once.
+def _first_run(text: str, wanted: dict[str, str]) -> tuple[int, str, str]:
+    """The first run of `text` that is a key of `wanted` (scan stops there)."""
+    for m in _RUN_RE.finditer(text):
+        if m.group(0) in wanted:
+            return m.start(), wanted[m.group(0)], m.group(0)
+    run, word = next(iter(wanted.items()))  # unreachable: every key is a run of `text`
+    return 0, word, run
+
+
+def _part_hits(joined: str) -> dict[str, str]:
+    """Runs (one per line of `joined`) holding a banned part at a hump boundary."""
+    hits: dict[str, str] = {}
     lowered = joined.lower()
     pos = 0
     while (m := _PART_SUBSTR_RE.search(lowered, pos)) is not None:
         # A hump never starts at a lowercase letter right after a lowercase letter, so
-        # `alternative` needs no closer look for `native`.
+        # `alternative` needs no closer look.
         i = m.start()
         if joined[i].islower() and i > 0 and joined[i - 1].islower():
             pos = i + 1
@@ -401,10 +448,15 @@ def _check_words(text: str) -> GuardVerdict | None:
         end = len(joined) if end < 0 else end
         run = joined[start:end]
         if not run[0].isdigit() and (part := _banned_part(run)) is not None:
-            wanted.setdefault(run, part)
+            hits.setdefault(run, part)
         pos = end + 1
-    # Runs starting with a digit: Lean may end a number literal inside them (`0xfsorry`), so
-    # any banned word anywhere in them counts.
+    return hits
+
+
+def _digit_run_hits(joined: str) -> dict[str, str]:
+    """Runs starting with a digit: Lean may end a number literal inside them (`0xfsorry`), so any
+    banned word or part anywhere in them counts."""
+    hits: dict[str, str] = {}
     digit_runs = "\n".join(_DIGIT_LINE_RE.findall(joined))
     for pattern, fold in ((_WHOLE_SUBSTR_RE, False), (_PART_SUBSTR_RE, True)):
         haystack = digit_runs.lower() if fold else digit_runs
@@ -413,8 +465,18 @@ def _check_words(text: str) -> GuardVerdict | None:
             start = digit_runs.rfind("\n", 0, m.start()) + 1
             end = digit_runs.find("\n", m.end())
             end = len(digit_runs) if end < 0 else end
-            wanted.setdefault(digit_runs[start:end], m.group(0))
+            hits.setdefault(digit_runs[start:end], m.group(0))
             pos = end + 1
+    return hits
+
+
+def _check_words(text: str) -> GuardVerdict | None:
+    runs = set(_RUN_RE.findall(text))
+    wanted: dict[str, str] = {word: word for word in runs & _WHOLE}  # run -> banned word
+    joined = "\n".join(runs)  # each distinct run is examined once
+    for hits in (_part_hits(joined), _digit_run_hits(joined)):
+        for run, word in hits.items():
+            wanted.setdefault(run, word)
     if not wanted:
         return None
     pos, word, run = _first_run(text, wanted)
@@ -423,41 +485,90 @@ def _check_words(text: str) -> GuardVerdict | None:
     return _fail(f"forbidden word '{word}'{where} on line {line}", word, line)
 
 
-def _attribute_keywords(text: str) -> Iterator[tuple[int, int | None]]:
-    """(start, position of `[`) for every `attribute [`; None when a comment follows
-    `attribute` (rejected: it could hide the list from a simple reader)."""
-    for at in _word_positions(text, "attribute"):
-        i = _WS_RE.match(text, at + 9).end()  # type: ignore[union-attr]
+# --- rule 5: `%` elaborators and `lc` constants --------------------------------------------------
+
+
+def _check_percent(text: str) -> GuardVerdict | None:
+    m = _PERCENT_RE.search(text)
+    if m is None:
+        return None
+    end = m.end() - 1
+    start = end
+    while start > 0 and end - start < 80 and _is_name_char(text[start - 1]):
+        start -= 1
+    word = text[start:end] + "%"
+    line = _line_of(text, end)
+    return _fail(
+        f"'{word}' on line {line}: a name right before '%' is not allowed (`name%` is a term "
+        "elaborator such as `type_of%`; write `a % b` with spaces)",
+        word,
+        line,
+    )
+
+
+def _check_lc_constants(text: str) -> GuardVerdict | None:
+    m = _LC_RE.search(text)
+    if m is None:
+        return None
+    word = _RUN_RE.match(text, m.start()).group(0)  # type: ignore[union-attr]
+    line = _line_of(text, m.start())
+    return _fail(
+        f"compiler-internal name '{word[:80]}' on line {line} is not allowed (`lc…` constants such as "
+        "`lcCast` are unsafe compiler axioms)",
+        word,
+        line,
+    )
+
+
+# --- rule 7: attributes --------------------------------------------------------------------------
+
+
+def _attribute_lists(text: str) -> Iterator[tuple[int, int | None]]:
+    """(start, position of `[`) for every `@[` and `attribute [`, in order; the bracket is None
+    when a comment follows `attribute` (rejected: it could hide the list)."""
+    for m in _ATTR_START_RE.finditer(text):
+        if m.group(0) == "@[":
+            yield m.start(), m.start() + 1
+            continue
+        i = _WS_RE.match(text, m.end()).end()  # type: ignore[union-attr]
         if text.startswith(("--", "/-"), i):
-            yield at, None
+            yield m.start(), None
         elif text.startswith("[", i):
-            yield at, i
+            yield m.start(), i
+
+
+def _closing_bracket(text: str, bracket: int) -> int:
+    depth = 0
+    for m in _BRACKET_RE.finditer(text, bracket):
+        depth += 1 if m.group(0) == "[" else -1
+        if depth == 0:
+            return m.start()
+    return -1
+
+
+def _bad_attribute_word(body: str) -> str | None:
+    """The first word of an attribute list that no allow-list admits (each `,`-separated
+    instance is judged by its attribute name: `grind` instances take `GRIND_ATTRIBUTE_WORDS`)."""
+    for instance in body.split(","):
+        words = _RUN_RE.findall(instance)
+        names = [w for w in words if w not in ("local", "scoped")]
+        allowed = _GRIND_OK if names[:1] == ["grind"] else _ATTR_OK
+        for word in words:
+            if word in allowed or word.isdigit() or (allowed is _GRIND_OK and set(word) == {"_"}):
+                continue
+            return word
+    return None
 
 
 def _check_attributes(text: str) -> GuardVerdict | None:
-    keywords = _attribute_keywords(text)
-    keyword = next(keywords, None)
-    pos = 0
-    while True:
-        # The next list at or after `pos`: lists nested in a checked one were checked with it.
-        while keyword is not None and keyword[0] < pos:
-            keyword = next(keywords, None)
-        at = text.find("@[", pos)
-        if keyword is not None and (at < 0 or keyword[0] < at):
-            start, bracket = keyword
-        elif at >= 0:
-            start, bracket = at, at + 1
-        else:
-            return None
+    checked_to = 0  # lists nested in a checked one were checked with it
+    for start, bracket in _attribute_lists(text):
+        if start < checked_to:
+            continue
         if bracket is None:
             line = _line_of(text, start)
             return _fail(f"a comment after 'attribute' on line {line} is not allowed", "attribute", line)
-        depth, close = 0, -1
-        for m in _BRACKET_RE.finditer(text, bracket):
-            depth += 1 if m.group(0) == "[" else -1
-            if depth == 0:
-                close = m.start()
-                break
+        close = _closing_bracket(text, bracket)
         if close < 0:
             line = _line_of(text, start)
             return _fail(f"unterminated attribute list on line {line}", "@[", line)
@@ -465,16 +576,98 @@ def _check_attributes(text: str) -> GuardVerdict | None:
         if any(s in body for s in ('"', "'", "--", "/-")):
             line = _line_of(text, start)
             return _fail(f"comment or string inside the attribute list on line {line}", "@[", line)
-        for word in _RUN_RE.findall(body):
-            if word not in _ATTR_OK and not word.isdigit():
-                line = _line_of(text, start)
-                return _fail(
-                    f"attribute word '{word[:80]}' on line {line} is not allowed "
-                    f"(allowed: {', '.join(ALLOWED_ATTRIBUTE_WORDS)} and numbers)",
-                    word,
-                    line,
-                )
-        pos = close + 1
+        if (word := _bad_attribute_word(body)) is not None:
+            line = _line_of(text, start)
+            return _fail(
+                f"attribute word '{word[:80]}' on line {line} is not allowed "
+                f"(allowed: {', '.join(ALLOWED_ATTRIBUTE_WORDS)}, numbers, and `grind` with its modifiers)",
+                word,
+                line,
+            )
+        checked_to = close + 1
+    return None
+
+
+# --- rule 6: header ------------------------------------------------------------------------------
+
+
+def _skip_ws_comments(text: str, pos: int) -> int | None:
+    """Skip whitespace and comments the way Lean's `whitespace` does (block comments nest);
+    None on an unterminated block comment. `/--` and `/-!` are doc-comment tokens, not
+    whitespace, so they end the skip. Linear: every `find` starts where the last one was used."""
+    n = len(text)
+    while True:
+        pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
+        if text.startswith("--", pos):
+            end = text.find("\n", pos)
+            pos = n if end < 0 else end + 1
+        elif text.startswith("/-", pos) and not text.startswith(("/--", "/-!"), pos):
+            depth, pos = 1, pos + 2
+            close, opening = text.find("-/", pos), text.find("/-", pos)
+            while depth:
+                if close < 0:
+                    return None
+                if 0 <= opening < close:
+                    depth, pos = depth + 1, opening + 2
+                else:
+                    depth, pos = depth - 1, close + 2
+                if close < pos:
+                    close = text.find("-/", pos)
+                if 0 <= opening < pos:
+                    opening = text.find("/-", pos)
+        else:
+            return pos
+
+
+def _header_imports(text: str) -> list[int]:
+    """Positions of the `import` keywords of the real header."""
+    positions: list[int] = []
+    pos = _skip_ws_comments(text, 0)
+    while pos is not None:
+        if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] not in _WORD_SET)):
+            break
+        positions.append(pos)
+        name = _IMPORT_NAME_RE.match(text, pos + 6)
+        if not name:
+            break
+        pos = _skip_ws_comments(text, name.end())
+    return positions
+
+
+def _check_header(text: str) -> GuardVerdict | None:
+    allowed = ", ".join(ALLOWED_IMPORTS)
+    imports = list(_word_positions(text, "import"))
+    for at in imports:
+        name = _IMPORT_NAME_RE.match(text, at + 6)
+        module = name.group(1) if name else ""
+        if module not in ALLOWED_IMPORTS:
+            line = _line_of(text, at)
+            shown = module[:80] if module else "<nothing on this line>"
+            return _fail(
+                f"import '{shown}' on line {line} is not allowed (allowed: {allowed})", "import", line
+            )
+    first = _skip_ws_comments(text, 0)
+    if first is not None and _MODULE_RE.match(text, first):
+        line = _line_of(text, first)
+        return _fail(f"a 'module' header (line {line}) is not allowed", "module", line)
+    header = _header_imports(text)
+    modules = {_IMPORT_NAME_RE.match(text, p + 6).group(1) for p in header}  # type: ignore[union-attr]
+    if REQUIRED_IMPORT not in modules:
+        return _fail(f"missing required 'import {REQUIRED_IMPORT}' in the file header", "import", None)
+    in_header = set(header)
+    for at in imports:
+        if at not in in_header:
+            line = _line_of(text, at)
+            return _fail(
+                f"'import' on line {line} is outside the file header (imports must come first; "
+                "the word may not appear anywhere else)",
+                "import",
+                line,
+            )
+    return None
+
+
+# --- rule 8: options -----------------------------------------------------------------------------
 
 
 def _check_options(text: str) -> GuardVerdict | None:
@@ -492,81 +685,68 @@ def _check_options(text: str) -> GuardVerdict | None:
     return None
 
 
-#: Characters after which a `.` is a projection (a term ends there), besides identifier characters.
-_TERM_END = frozenset(')]}"⟩·')
-#: Greek letters Lean does not allow in identifiers (they are tokens: `λ`, `Π`, `Σ`).
-_NOT_ID_LETTERS = frozenset("λΠΣ")
-_DOT_NAME_RE = re.compile(r"\.(?=[A-Za-z_]|[^\x00-\x7f])")
+# --- rule 9: named values ------------------------------------------------------------------------
 
 
-def _ends_term(text: str, i: int) -> bool:
-    """Whether a term (identifier, number, literal, bracket) ends right before position `i`."""
-    j = i
-    while j > 0 and text[j - 1] in "'!?":
-        j -= 1
-    if j < i and text[i - 1] == "'" and j > 0:
-        return True  # `x'` or a char literal `'a'`
-    if j == 0:
-        return False
-    ch = text[j - 1]
-    if j < i:  # `!`/`?` end an identifier only when one precedes them (`foo!`), not `!.x`
-        return ch in _WORD_SET or (ord(ch) > 0x7F and ch.isalnum() and ch not in _NOT_ID_LETTERS)
-    if ch in _WORD_SET or ch in _TERM_END:
-        return True
-    return ord(ch) > 0x7F and ch.isalnum() and ch not in _NOT_ID_LETTERS
+def _literal_value_at(text: str, pos: int, name: str) -> bool:
+    """Whether a literal value and the closing `)` follow `:=` (ending at `pos`)."""
+    return bool(
+        _LITERAL_VALUE_RE.match(text, pos)
+        or _STRUCT_VALUE_RE.match(text, pos)
+        or (name == "priority" and _PRIORITY_VALUE_RE.match(text, pos))
+    )
 
 
-def _check_leading_dots(text: str) -> GuardVerdict | None:
-    for m in _DOT_NAME_RE.finditer(text):
-        i = m.start()
-        nxt = text[i + 1]
-        if ord(nxt) > 0x7F and not (nxt.isalpha() or unicodedata.category(nxt).startswith("S")):
-            continue  # `..⟩` and the like: no name follows
-        if _ends_term(text, i) or text.startswith("|>", i - 2):
+def _check_named_values(text: str) -> GuardVerdict | None:
+    for m in _NAMED_HEAD_RE.finditer(text):
+        name = m.group("name") or ""
+        if m.group("lead") or m.group("trail"):
+            line = _line_of(text, m.start())
+            return _fail(
+                f"a comment inside '({name[:80]} ...' on line {line} is not allowed (it could hide a "
+                "`(name := value)` option)",
+                name or "(",
+                line,
+            )
+        if name in _TACTIC_VALUED or _literal_value_at(text, m.end(), name):
             continue
-        j = i
-        while j > 0 and text[j - 1] in " \t":
-            j -= 1
-        if j > 0 and text[j - 1] == "|" and (j < 2 or text[j - 2] not in "|<"):
-            continue  # a pattern: `| .inl h =>`
-        line = _line_of(text, i)
-        name = _RUN_RE.match(text, i + 1)
-        word = "." + (name.group(0) if name else nxt)
+        line = _line_of(text, m.start())
         return _fail(
-            f"leading-dot name '{word[:80]}' on line {line} is not allowed (write the full name, "
-            "e.g. `Or.inl` for `.inl`)",
-            word,
+            f"'({name[:80]} := ...)' on line {line} must have a literal value (`true`, `false`, a "
+            "number, or `{ field := literal, ... }`): tactic options are compiled and run while the "
+            "file builds (write `+opt`/`-opt` for a yes/no option)",
+            name,
             line,
         )
     return None
 
 
-def _check_config(text: str) -> GuardVerdict | None:
-    for at in _word_positions(text, "config"):
-        i = _WS_RE.match(text, at + 6).end()  # type: ignore[union-attr]
-        if text.startswith(("--", "/-"), i):
-            bad = True
-        elif text.startswith(":=", i):
-            k = _WS_RE.match(text, i + 2).end()  # type: ignore[union-attr]
-            bad = not text.startswith("{", k)
-        else:
-            bad = False
-        if bad:
-            line = _line_of(text, at)
-            return _fail(
-                f"'(config := ...)' on line {line} must be a structure instance '{{ ... }}'", "config", line
-            )
-    return None
+# --- the guard -----------------------------------------------------------------------------------
+
+_RULES = (
+    _check_chars,
+    _check_hash_commands,
+    _check_words,
+    _check_percent,
+    _check_lc_constants,
+    _check_header,
+    _check_attributes,
+    _check_options,
+    _check_named_values,
+)
 
 
 def check_guard(text: str) -> GuardVerdict:
-    """Run every rule of the module docstring on `text`; the first failure is the verdict."""
+    """Run every rule of the module docstring on `text` (normalised as the pipeline normalises
+    submissions); the first failure is the verdict."""
     try:
-        for rule in (_check_chars, _check_hash_commands, _check_words, _check_header,
-                     _check_attributes, _check_options, _check_leading_dots,
-                     _check_config):  # fmt: skip
-            verdict = rule(text)
-            if verdict is not None:
+        if len(text) > 2 * MAX_SUBMISSION_BYTES:  # still over the limit after CRLF -> LF
+            return _too_large(None)
+        text = as_lean_file(text)
+        if (verdict := _check_size(text)) is not None:
+            return verdict
+        for rule in _RULES:
+            if (verdict := rule(text)) is not None:
                 return verdict
     except Exception as exc:  # never expected; a guard bug must reject, not crash the grader
         return _fail(f"guard error: {type(exc).__name__}", None, None)

@@ -1,55 +1,58 @@
-"""The Lake package a grade builds in, and the cache of prebuilt Network/Weights packages.
+"""The package a grade builds in, the verdict directory, and the cache of prebuilt packages.
 
-A cache entry is a package directory where `lake build LeanCheckedNetwork.Weights` succeeded,
-plus a manifest (sha256 of every file). A grade copies an entry (never hard-links it: a hostile
-build could write through a hard link into the cache) and only compiles the submission; after
-the build the trusted files are re-hashed against the manifest.
+A cache entry is a package directory where the grader compiled Network.lean and Weights.lean
+with the toolchain's own `lean` (no Lake), plus a manifest (sha256 of every file). A grade copies
+an entry (never hard-links it: a hostile build could write through a hard link into the cache)
+and only compiles the submission. After the build the grader makes a fresh verdict directory
+holding only byte-verified copies of the trusted outputs, the submission's `.olean`/`.ilean`
+copied out of the build, and the trusted judge program; the verdict stage never sees anything
+else the build wrote.
+
+The package keeps Lake's layout and a `lakefile.toml`, so a kept package (`keep_packages`)
+rebuilds with `lake build` for a user who wants to look; the grader itself never runs Lake.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
-import json
 import os
 import re
 import shutil
-import tempfile
-import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
-from lean_mod_add_proof.constants import (
-    CHECK_THEOREM,
+from lean_mod_add_proof.grading.hashing import hash_files
+from lean_mod_add_proof.grading.lean_names import (
     LEAN_TOOLCHAIN,
     PACKAGE_NAME,
     SUBMISSION_PATH,
-    theorem_name,
 )
-from lean_mod_add_proof.grading.result import CommandRecord
 
 #: Bump when the package layout or the manifest format changes: old cache entries stop matching.
-LAYOUT_VERSION = "1"
-GRADE_DIR_PREFIX = "lean-mod-add-proof-grade-"
-DEFAULT_CACHE_DIR = Path("~/.cache/lean-mod-add-proof")
+LAYOUT_VERSION = "2"
 
 NETWORK_PATH = f"{PACKAGE_NAME}/Network.lean"
 WEIGHTS_PATH = f"{PACKAGE_NAME}/Weights.lean"
-CHECK_PATH = "Check.lean"
+#: Each grade's own temporary directory (TMPDIR, and /tmp inside the sandbox), inside its grade
+#: directory so the disk cap counts it and removing the grade removes it.
+GRADE_TMP = "tmp"
+#: Where compiled modules go, relative to the package root (Lake's layout).
+LIB_DIR = ".lake/build/lib/lean"
+#: In the verdict directory: the judge's only search-path entry besides the toolchain (the trusted
+#: Network/Weights outputs), and where the submission's outputs go (on no search path at all, so
+#: nothing can import them; the judge reads them by file name).
+VERDICT_LIB = "lib"
+VERDICT_SUBMISSION = "submission"
+JUDGE_FILE = "Judge.lean"
+JUDGE_SOURCE_PATH = Path(__file__).resolve().parent / JUDGE_FILE
+#: Largest Submission output copied into the verdict directory.
+MAX_SUBMISSION_OUTPUT_BYTES = 256 << 20
 
-# No globs and no default target: we only ever build named modules. `lake build
-# LeanCheckedNetwork.Submission` resolves it as a module of this library because the library's
-# default root `LeanCheckedNetwork` is a prefix of it (lean-facts §1.3, [L]; not confirmed on rc2).
-# Source read (unpinned lean4 versions): LeanLibConfig defaults `roots := #[name]` and
-# `globs := roots.map Glob.one`; `isBuildableModule mod` is true when some root is a prefix of
-# `mod` and a glob matches that root (src/lake/Lake/Config/LeanLibConfig.lean). The CLI resolves a
-# bare `A.B` through `resolveTargetInWorkspace` -> `findTargetModule?` (src/lake/Lake/CLI/Build.lean),
-# after first checking whether `A.B` names an existing path in the working directory.
-# Source files are traced with `inputTextFile`/`computeTrace`, which writes no `.hash` file next to
-# them (src/lake/Lake/Build/Common.lean); `.hash`/`.trace` files are written for build outputs only.
+# For users only (the grader never runs Lake): `lake build LeanCheckedNetwork.Submission` resolves
+# the module because the library's default root `LeanCheckedNetwork` is a prefix of it
+# (LeanLibConfig defaults `roots := #[name]`, `globs := roots.map Glob.one`; `isBuildableModule`,
+# lean4 src/lake/Lake/Config/LeanLibConfig.lean).
 LAKEFILE_TOML = f"""name = "{PACKAGE_NAME}"
 version = "0.1.0"
 
@@ -61,14 +64,50 @@ LEAN_TOOLCHAIN_FILE = LEAN_TOOLCHAIN + "\n"
 TRUSTED_SOURCES: tuple[str, ...] = ("lakefile.toml", "lean-toolchain", NETWORK_PATH, WEIGHTS_PATH)
 #: Read-only even inside the writable package when sandboxed. The whole source directory, not just
 #: the two files: a bind of a single file can be sidestepped by renaming its parent directory and
-#: recreating it, but a mount point itself cannot be renamed (EBUSY). Lake and Lean write only
-#: under .lake/ (and lake-manifest.json at the root), never next to the sources.
+#: recreating it, but a mount point itself cannot be renamed (EBUSY).
 SANDBOX_READONLY: tuple[str, ...] = ("lakefile.toml", "lean-toolchain", PACKAGE_NAME)
-# Build outputs of the two trusted modules, wherever Lake puts them under .lake/. Bookkeeping
-# files (traces, hashes, logs) are left out: Lake may legitimately rewrite them, and Lean never
-# loads them; what Lean loads (.olean*, .ilean, ...) must stay byte-identical.
-_OUTPUT_RE = re.compile(rf"^\.lake/(?:.*/)?{PACKAGE_NAME}/(?:Network|Weights)\.[^/]+$")
+# Compiled outputs of the two trusted modules. Only files Lean loads matter; the grader writes no
+# bookkeeping files (no Lake), but the pattern stays strict about what counts as an output.
+_OUTPUT_RE = re.compile(rf"^{re.escape(LIB_DIR)}/{PACKAGE_NAME}/(?:Network|Weights)\.[^/]+$")
 _BOOKKEEPING_RE = re.compile(r"\.(?:trace|hash|log\.json|json)$")
+
+
+def module_source(module: str) -> str:
+    """`LeanCheckedNetwork.X` -> `LeanCheckedNetwork/X.lean` (pure)."""
+    return module.replace(".", "/") + ".lean"
+
+
+def module_output(module: str, ext: str) -> str:
+    """Where `lean -o`/`-i` writes a module's .olean/.ilean, relative to the package (pure)."""
+    return f"{LIB_DIR}/{module.replace('.', '/')}.{ext}"
+
+
+def verdict_output(module: str, ext: str) -> str:
+    """Where the verdict directory holds the submission module's output, relative to it (pure)."""
+    return f"{VERDICT_SUBMISSION}/{module.rsplit('.', 1)[-1]}.{ext}"
+
+
+def compile_argv(lean: str, module: str, options: tuple[str, ...] = ()) -> list[str]:
+    """Compile one module with the toolchain's `lean`, Lake's output layout, JSON messages (pure).
+
+    Flags from lean4 src/Lean/Shell.lean (`displayHelp`, `ShellOptions.process`): `--json` one
+    message per line, `-D name=value` an option, `-o`/`-i` the .olean/.ilean to write. The module
+    name comes from the file's path under the working directory (`-R` defaults to it)."""
+    return [
+        lean,
+        "--json",
+        *options,
+        "-o",
+        module_output(module, "olean"),
+        "-i",
+        module_output(module, "ilean"),
+        module_source(module),
+    ]
+
+
+def lean_path(toolchain_dir: Path, *entries: Path) -> str:
+    """LEAN_PATH with the toolchain's own library first, so nothing can shadow `Init` (pure)."""
+    return ":".join(str(p) for p in (toolchain_dir / "lib" / "lean", *entries))
 
 
 def package_sources(network_lean: bytes, weights_lean: str) -> dict[str, bytes]:
@@ -89,33 +128,6 @@ def cache_key(toolchain_version: str, toolchain_dir: Path, sources: Mapping[str,
     for name in sorted(sources):
         h.update(name.encode() + b"\0" + hashlib.sha256(sources[name]).digest())
     return h.hexdigest()
-
-
-def check_lean_text(p: int) -> str:
-    """Check.lean, written only after the build and the replay. Top level, no namespace, no
-    `open`, no module header (`#print axioms` refuses to run in a module, lean-facts §2).
-
-    `_root_.X` resolves through `resolveExact` (the `_root_` prefix is stripped) before any alias
-    is tried, and `#print axioms` prints the resolved name without `_root_`
-    (lean4 src/Lean/ResolveName.lean `resolveExact`; src/Lean/Elab/Print.lean `printAxiomsOf`).
-
-    Precisely: `resolveGlobalName` tries `resolveUsingNamespace` first, but at top level the current
-    namespace is anonymous, for which it returns nothing; `resolveExact` then strips `_root_`, and
-    only if that fails are private names, `open`s and aliases consulted. `lean --json` prints one
-    `SerialMessage` per line; its derived ToJson flattens `BaseMessage`, so `severity` and `data`
-    are top-level keys (src/Lean/Message.lean; src/Lean/Elab/Deriving/FromToJson.lean
-    `getStructureFieldsFlattened`)."""
-    thm = theorem_name(p)
-    return (
-        "import LeanCheckedNetwork.Weights\n"
-        "import LeanCheckedNetwork.Submission\n"
-        "\n"
-        f"theorem {CHECK_THEOREM} : _root_.LeanCheckedNetwork.Net.Spec :=\n"
-        f"  _root_.{thm}\n"
-        "\n"
-        f"#print axioms _root_.{thm}\n"
-        f"#print axioms {CHECK_THEOREM}\n"
-    )
 
 
 def is_trusted(rel: str) -> bool:
@@ -141,45 +153,6 @@ def trusted_changes(expected: Mapping[str, str], actual: Mapping[str, str | None
 
 
 # ---- I/O -------------------------------------------------------------------------------------
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def hash_tree(root: Path) -> dict[str, str]:
-    """sha256 of every regular file under root, by relative POSIX path; a symlink is recorded as
-    such (and never followed)."""
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        base = Path(dirpath)
-        for name in filenames + [d for d in dirnames if (base / d).is_symlink()]:
-            path = base / name
-            rel = path.relative_to(root).as_posix()
-            out[rel] = "symlink" if path.is_symlink() else _sha256_file(path)
-    return out
-
-
-def hash_files(root: Path, rels: list[str]) -> dict[str, str | None]:
-    """Hash the given files under root; None for anything missing, not a regular file, or
-    reached through a symlinked directory."""
-    real_root = root.resolve()
-    out: dict[str, str | None] = {}
-    for rel in rels:
-        path = root / rel
-        try:
-            if path.is_symlink() or not path.is_file() or path.resolve().parent != (real_root / rel).parent:
-                out[rel] = None
-            else:
-                out[rel] = _sha256_file(path)
-        except OSError:
-            out[rel] = None
-    return out
 
 
 def verify_trusted(root: Path, manifest: Mapping[str, str]) -> list[str]:
@@ -213,135 +186,95 @@ def write_submission(root: Path, text: str) -> Path:
     return write_fresh(root, SUBMISSION_PATH, text)
 
 
-def new_grade_dir(work_root: Path | None) -> Path:
-    if work_root is not None:
-        work_root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=GRADE_DIR_PREFIX, dir=work_root)).resolve()
+class VerdictDirError(Exception):
+    """The verdict directory could not be assembled; the message is the one-line reason."""
 
 
-def copy_package(src: Path, dest: Path) -> None:
-    """Copy, not hard-link; copy2 keeps mtimes so Lake sees the prebuilt modules as up to date."""
-    shutil.copytree(src, dest, symlinks=True, copy_function=shutil.copy2, dirs_exist_ok=True)
+def _open_beneath(root: Path, rel: str) -> int:
+    """Open root/rel for reading without following a symlink at any component, so a build that
+    replaced `.lake` or `lib` with a link cannot redirect the copy. Regular files only."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, flags | os.O_DIRECTORY)
+    try:
+        *dirs, name = rel.split("/")
+        for part in dirs:
+            nxt = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        leaf = os.open(name, flags | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(leaf).st_mode):
+        os.close(leaf)
+        raise VerdictDirError(f"{rel} is not a regular file")
+    return leaf
 
 
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+def _copy_out(root: Path, rel: str, dest: Path, max_bytes: int, sha256: str | None = None) -> None:
+    """Copy one file out of `root` into `dest` (created exclusively); with `sha256`, the bytes
+    must match it. Hashing while copying means the verdict reads exactly the bytes checked."""
+    try:
+        src = _open_beneath(root, rel)
+    except FileNotFoundError:
+        raise VerdictDirError(f"{rel} is missing") from None
+    except NotADirectoryError:
+        raise VerdictDirError(f"{rel}: a parent directory is not a directory") from None
+    except OSError as exc:  # ELOOP: a symlink somewhere on the path
+        raise VerdictDirError(f"{rel} cannot be opened safely ({exc.strerror})") from None
+    digest = hashlib.sha256()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+    with os.fdopen(src, "rb") as fin, os.fdopen(out, "wb") as fout:
+        copied = 0
+        while chunk := fin.read(1 << 20):
+            copied += len(chunk)
+            if copied > max_bytes:
+                raise VerdictDirError(f"{rel} is larger than {max_bytes >> 20} MiB")
+            digest.update(chunk)
+            fout.write(chunk)
+    if sha256 is not None and digest.hexdigest() != sha256:
+        raise VerdictDirError(f"{rel} does not match the prebuilt copy")
 
 
-# ---- the cache -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PrebuildOutcome:
-    ok: bool
-    reason: str = ""
-    records: list[CommandRecord] = field(default_factory=list)
-
-
-Prebuild = Callable[[Path], Awaitable[PrebuildOutcome]]
-
-
-class PrebuildFailed(Exception):
-    def __init__(self, reason: str, records: list[CommandRecord]) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.records = records
-
-
-@dataclass(frozen=True)
-class CacheEntry:
-    package: Path
-    manifest: dict[str, str]
-    status: Literal["hit", "built"]
-    records: list[CommandRecord] = field(default_factory=list)
-
-
-# One lock per (cache root, key) per event loop: asyncio locks bind to the loop that first uses them.
-_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]] = (
-    weakref.WeakKeyDictionary()
+#: Submission outputs copied into the verdict directory: the olean (required) and, if the build
+#: wrote them, its ilean and the module system's extra olean parts (lean4 src/Lean/Environment.lean,
+#: `OLeanLevel`: `.olean`, `.olean.server`, `.olean.private`).
+SUBMISSION_OUTPUTS: tuple[tuple[str, bool], ...] = (
+    ("olean", True),
+    ("olean.server", False),
+    ("olean.private", False),
+    ("ilean", False),
 )
 
 
-def _lock_for(root: Path, key: str) -> asyncio.Lock:
-    per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
-    return per_loop.setdefault((str(root), key), asyncio.Lock())
-
-
-def _load_entry(entry_dir: Path, key: str) -> dict[str, str] | None:
-    """The manifest of a complete, uncorrupted entry, else None."""
-    try:
-        data = json.loads((entry_dir / "manifest.json").read_text(encoding="utf-8"))
-        if data.get("layout") != LAYOUT_VERSION or data.get("key") != key:
-            return None
-        manifest: dict[str, str] = data["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if hash_tree(entry_dir / "package") != manifest:
-        return None
-    return manifest
-
-
-def _discard(path: Path) -> None:
-    """Move aside first (atomic), then delete, so no reader sees a half-deleted entry."""
-    trash = path.with_name(f".trash-{path.name}-{os.getpid()}-{id(path)}")
-    with contextlib.suppress(OSError):
-        os.rename(path, trash)
-        path = trash
-    shutil.rmtree(path, ignore_errors=True)
-
-
-async def prebuild_package(
-    package: Path, sources: Mapping[str, bytes], prebuild: Prebuild
-) -> tuple[dict[str, str], list[CommandRecord]]:
-    """Write the trusted sources into `package`, build them, and hash the result: the manifest
-    the tamper checks compare against, and the prebuild's command records. PrebuildFailed if the
-    build fails, leaves a symlink, or leaves no .olean we would know to re-check."""
-    await asyncio.to_thread(write_sources, package, sources)
-    outcome = await prebuild(package)
-    if not outcome.ok:
-        raise PrebuildFailed(outcome.reason, outcome.records)
-    manifest = await asyncio.to_thread(hash_tree, package)
-    if any(v == "symlink" for v in manifest.values()):
-        raise PrebuildFailed("the prebuilt package contains a symlink", outcome.records)
-    if missing := missing_outputs(manifest):
-        raise PrebuildFailed(
-            f"prebuild left no .olean for {', '.join(missing)} under .lake/", outcome.records
-        )
-    return manifest, outcome.records
-
-
-def _seal(tmp: Path, key: str, manifest: Mapping[str, str]) -> None:
-    payload = {"layout": LAYOUT_VERSION, "key": key, "files": dict(manifest)}
-    (tmp / "manifest.json").write_text(json.dumps(payload, indent=1, sort_keys=True), encoding="utf-8")
-
-
-async def ensure_entry(
-    cache_root: Path, key: str, sources: Mapping[str, bytes], prebuild: Prebuild
-) -> CacheEntry:
-    """The verified cache entry for `key`, building it if absent or corrupt. Concurrent first
-    grades in this process build once (per-key lock); across processes the atomic rename decides
-    and the loser uses the winner's entry."""
-    cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    entry_dir = cache_root / key
-    async with _lock_for(cache_root, key):
-        if entry_dir.exists():
-            manifest = await asyncio.to_thread(_load_entry, entry_dir, key)
-            if manifest is not None:
-                return CacheEntry(entry_dir / "package", manifest, "hit")
-            await asyncio.to_thread(_discard, entry_dir)  # corrupt or stale: rebuild
-        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache_root))
+def make_verdict_dir(
+    verdict: Path,
+    trusted_root: Path,
+    manifest: Mapping[str, str],
+    build_root: Path,
+    submission_module: str,
+    max_bytes: int = MAX_SUBMISSION_OUTPUT_BYTES,
+) -> list[str]:
+    """Assemble the only files the verdict stage sees: the trusted outputs from `trusted_root`
+    (each checked against the manifest), the submission's outputs from `build_root`, and the
+    judge program. Returns the relative paths written; VerdictDirError says what went wrong."""
+    verdict.mkdir(mode=0o755)
+    written: list[str] = []
+    for rel, digest in sorted(manifest.items()):
+        if is_trusted(rel) and rel.startswith(LIB_DIR + "/"):
+            dest_rel = VERDICT_LIB + rel[len(LIB_DIR) :]
+            _copy_out(trusted_root, rel, verdict / dest_rel, max_bytes, digest)
+            written.append(dest_rel)
+    for ext, required in SUBMISSION_OUTPUTS:
+        rel = module_output(submission_module, ext)
+        dest_rel = verdict_output(submission_module, ext)
         try:
-            manifest, records = await prebuild_package(tmp / "package", sources, prebuild)
-            await asyncio.to_thread(_seal, tmp, key, manifest)
-            try:
-                os.rename(tmp, entry_dir)
-            except OSError:
-                # Another process won the race: use its entry if it is sound.
-                winner = await asyncio.to_thread(_load_entry, entry_dir, key)
-                if winner is None:
-                    raise
-                return CacheEntry(entry_dir / "package", winner, "hit", records)
-            return CacheEntry(entry_dir / "package", manifest, "built", records)
-        finally:
-            if tmp.exists():
-                await asyncio.to_thread(shutil.rmtree, tmp, True)
+            _copy_out(build_root, rel, verdict / dest_rel, max_bytes)
+        except VerdictDirError:
+            if required or (build_root / rel).exists() or (build_root / rel).is_symlink():
+                raise
+            continue
+        written.append(dest_rel)
+    (verdict / JUDGE_FILE).write_bytes(JUDGE_SOURCE_PATH.read_bytes())
+    written.append(JUDGE_FILE)
+    return written

@@ -1,5 +1,13 @@
-"""The grade: guard, toolchain, build, kernel replay, statement check, axioms. The first stage
-that fails gives reward 0.0 and stops the grade. Nothing but cancellation escapes `grade`."""
+"""The grade: guard, toolchain, build, then one trusted judge (kernel replay, statement and axiom
+checks). The first stage that fails gives reward 0.0 and stops the grade. Nothing but
+cancellation escapes `grade`.
+
+No Lake runs while grading: the toolchain's own `lean` compiles the submission (kernel checks
+skipped with `-Ddebug.skipKernelTC=true`, set here on the command line), and `Judge.lean`, run by
+the same `lean` from a fresh directory, is the single kernel check. The judge sees only the
+toolchain's library, byte-verified copies of the trusted Network/Weights outputs and the
+submission's olean; nothing else the build wrote is on its search path.
+"""
 
 from __future__ import annotations
 
@@ -7,28 +15,47 @@ import asyncio
 import os
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_mod_add_proof.constants import CHECK_THEOREM, SUBMISSION_MODULE, WEIGHTS_MODULE, theorem_name
-from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH, TaskRecord, sha256_text
+from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import package as pkgmod
-from lean_mod_add_proof.grading.axioms import (
-    AxiomReportError,
-    check_axioms,
-    error_messages,
-    parse_axiom_report,
-)
+from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading.axioms import check_axioms
 from lean_mod_add_proof.grading.extract import extract_submission
 from lean_mod_add_proof.grading.guard import check_guard
-from lean_mod_add_proof.grading.process import CommandOutcome, child_env, find_prlimit, run_command
+from lean_mod_add_proof.grading.judge import JudgeOutputError, judge_argv, parse_judge_output
+from lean_mod_add_proof.grading.lean_names import (
+    ALLOWED_IMPORTS,
+    CHECK_THEOREM,
+    NETWORK_MODULE,
+    REQUIRED_IMPORT,
+    SPEC_CONSTANT,
+    SUBMISSION_MODULE,
+    WEIGHTS_MODULE,
+    theorem_name,
+)
+from lean_mod_add_proof.grading.messages import error_messages
+from lean_mod_add_proof.grading.process import CommandOutcome, Limits, child_env, find_prlimit, run_command
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, decide_sandbox, host_layout, probe_sandbox
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 OnStage = Callable[[str], None]
+#: What a submission may import, as the judge sees it: `Init` is every non-`prelude` file's
+#: implicit import (the guard bans `prelude`), and the judge loads exactly these modules.
+JUDGE_IMPORTS: tuple[str, ...] = ("Init", *ALLOWED_IMPORTS)
 _REASON_MAX = 300
+#: Set by the grader on the build's command line, never by the submission (the guard bans
+#: `set_option debug.*`): the judge's replay is then the single kernel check.
+SKIP_KERNEL_OPTION = "-Ddebug.skipKernelTC=true"
+#: Memory cap floor for compiling the task's own trusted files.
+PREBUILD_MEMORY_MB = 2048
+SANDBOX_FIX = (
+    "install bubblewrap (`apt-get install bubblewrap`), or set sandbox=off to accept running "
+    "untrusted code unsandboxed"
+)
 
 # One semaphore per (event loop, size): asyncio primitives bind to the loop that first uses them.
 _semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]] = (
@@ -41,13 +68,29 @@ def _semaphore(size: int) -> asyncio.Semaphore:
     return per_loop.setdefault(size, asyncio.Semaphore(size))
 
 
-class _Failed(Exception):
-    """A stage failed; carries the one-line reason (control flow inside this module only)."""
+@dataclass(frozen=True)
+class GradeTask:
+    """What a grade needs to know about its task: the id, the modulus and the two trusted texts."""
 
-    def __init__(self, stage: Stage, reason: str) -> None:
+    task_id: str
+    p: int
+    network_lean: str
+    weights_lean: str
+
+
+class _Failed(Exception):
+    """A stage failed; carries the one-line reason (control flow inside this module only).
+    `judged=False` when the failure says nothing about the submission (could not judge)."""
+
+    def __init__(self, stage: Stage, reason: str, *, judged: bool = True) -> None:
         super().__init__(reason)
         self.stage = stage
         self.reason = reason
+        self.judged = judged
+
+
+def _not_judged(stage: Stage, reason: str) -> _Failed:
+    return _Failed(stage, reason, judged=False)
 
 
 def one_line(text: str, limit: int = _REASON_MAX) -> str:
@@ -57,6 +100,8 @@ def one_line(text: str, limit: int = _REASON_MAX) -> str:
 
 def summarize_output(text: str) -> str:
     """The most telling line of a failed command's output: the first error, else the last line."""
+    if errors := error_messages(text):
+        return one_line(errors[0])
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     for ln in lines:
         if "error" in ln.lower():
@@ -67,12 +112,14 @@ def summarize_output(text: str) -> str:
 def command_failure(what: str, outcome: CommandOutcome, timeout_s: float) -> str | None:
     """Why a command counts as failed, or None when it exited 0 (pure)."""
     rec = outcome.record
+    if outcome.limit_exceeded:
+        return f"{what} stopped: {outcome.limit_exceeded}"
     if outcome.timed_out:
         return f"{what} timed out: the {timeout_s:g} s limit for build, replay and check together ran out"
+    if rec.signal is not None:
+        return f"{what} failed (killed by signal {rec.signal}): {summarize_output(outcome.text)}"
     if rec.exit_code != 0:
-        code = rec.exit_code
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
-        return f"{what} failed ({how}): {summarize_output(outcome.text)}"
+        return f"{what} failed (exit {rec.exit_code}): {summarize_output(outcome.text)}"
     return None
 
 
@@ -86,41 +133,67 @@ class _Env:
     bwrap: str | None
     prlimit: str
 
+    def limits(self, grade_dir: Path, *, trusted: bool = False) -> Limits:
+        """The per-grade caps. The trusted prebuild gets at least PREBUILD_MEMORY_MB, so a small
+        cap meant for submissions cannot turn into "the task's own files do not build"."""
+        c = self.config
+        return Limits(
+            memory_mb=max(c.memory_mb, PREBUILD_MEMORY_MB) if trusted else c.memory_mb,
+            max_processes=c.max_processes,
+            max_disk_mb=c.max_disk_mb,
+            max_file_mb=c.max_file_mb,
+            disk_paths=(grade_dir,),
+        )
+
     async def run(
         self,
         stage: Stage,
         argv: Sequence[str],
-        pkg: Path,
+        cwd: Path,
         deadline: float,
-        readonly: Sequence[str] = (),
+        *,
+        search_path: Sequence[Path],
+        grade_dir: Path,
+        writable: bool,
+        trusted: bool = False,
     ) -> CommandOutcome:
-        env = child_env(pkg, self.toolchain.dir / "bin")
+        """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
+        binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
+        Temporary files go to the grade's own `tmp/` (bound as /tmp in the sandbox), so the disk
+        cap counts them and nothing is left on the host."""
+        tmp_dir = grade_dir / pkgmod.GRADE_TMP
+        env = child_env(cwd, self.toolchain.dir / "bin", tmpdir=Path("/tmp") if self.sandboxed else tmp_dir)
+        env["LEAN_PATH"] = pkgmod.lean_path(self.toolchain.dir, *search_path)
         full = list(argv)
         if self.sandboxed:
             assert self.bwrap is not None
-            ro = [pkg / r for r in (*pkgmod.SANDBOX_READONLY, *readonly) if (pkg / r).exists()]
+            if writable:
+                ro = [cwd / r for r in pkgmod.SANDBOX_READONLY if (cwd / r).exists()]
+            else:
+                ro = [cwd]  # a later bind over the same path wins: the whole directory read-only
             full = (
                 bwrap_argv(
                     self.bwrap,
                     layout=host_layout(),
                     toolchain_dir=self.toolchain.dir,
-                    package_dir=pkg,
+                    package_dir=cwd,
                     readonly_files=ro,
                     env=env,
+                    tmp_dir=tmp_dir,
                 )
                 + full
             )
         return await run_command(
             full,
             stage=stage,
-            cwd=pkg,
+            cwd=cwd,
             env=env,
             deadline=deadline,
             output_cap_bytes=self.config.output_cap_bytes,
             tail_chars=self.config.tail_chars,
-            memory_mb=self.config.memory_mb,
-            max_file_mb=self.config.max_file_mb,
+            limits=self.limits(grade_dir, trusted=trusted),
             prlimit=self.prlimit,
+            sandboxed=self.sandboxed,
             record_argv=argv,
         )
 
@@ -128,15 +201,24 @@ class _Env:
 class _Grade:
     """One grade's mutable state; the stages are methods so the flow reads top to bottom."""
 
-    def __init__(self, task: TaskRecord, weights_lean: str, config: GraderConfig, on_stage: OnStage | None):
+    def __init__(self, task: GradeTask, config: GraderConfig, on_stage: OnStage | None):
         self.task = task
-        self.weights_lean = weights_lean
         self.config = config
         self.on_stage = on_stage
-        self.result = GradeResult(task_id=task.id, theorem=theorem_name(task.p))
-        self.pkg: Path | None = None
+        self.result = GradeResult(task_id=task.task_id, theorem=theorem_name(task.p))
+        self.grade_dir: Path | None = None
         self._stage_start = time.monotonic()
         self._current: Stage | None = None
+
+    @property
+    def pkg(self) -> Path:
+        assert self.grade_dir is not None
+        return self.grade_dir / "package"
+
+    @property
+    def verdict_dir(self) -> Path:
+        assert self.grade_dir is not None
+        return self.grade_dir / "verdict"
 
     # -- bookkeeping --
     def begin(self, stage: Stage) -> None:
@@ -156,57 +238,91 @@ class _Grade:
 
     def record(self, outcome: CommandOutcome) -> CommandOutcome:
         self.result.commands.append(outcome.record)
+        self.result.peak_memory_mb = max(self.result.peak_memory_mb, outcome.peak_rss_mb)
         return outcome
 
-    def fail(self, stage: Stage, reason: str) -> None:
+    def fail(self, stage: Stage, reason: str, *, judged: bool = True) -> None:
         self.end()
         self.result.failed_stage = stage
-        self.result.reason = one_line(reason, 2 * _REASON_MAX)
-        self.result.reward = 0.0
-        self.result.accepted = False
+        self.result.judged = judged
+        prefix = "" if judged else "could not judge: "
+        self.result.reason = one_line(prefix + reason, 2 * _REASON_MAX)
 
     # -- stages --
-    def guard(self, submission: str, skip: bool) -> None:
+    async def guard(self, submission: str, skip: bool) -> None:
         self.begin("guard")
         if skip:
-            return  # test-only path: guard_passed stays False so the result shows it never ran
-        verdict = check_guard(submission)
+            self.result.guard_skipped = True  # test-only path: the result shows it never ran
+            return
+        verdict = await asyncio.to_thread(check_guard, submission)  # off the event loop
         if not verdict.passed:
             raise _Failed("guard", f"guard: {verdict.reason}")
-        self.result.guard_passed = True
 
     async def locate(self) -> _Env:
         self.begin("toolchain")
         found = await asyncio.to_thread(locate_toolchain, self.config.toolchain_dir)
         if not isinstance(found, Toolchain):
-            raise _Failed("toolchain", f"Lean toolchain not found: {found.reason}; {found.fix}")
+            raise _not_judged("toolchain", f"Lean toolchain not found: {found.reason}; {found.fix}")
         self.result.toolchain = f"{found.dir} ({found.version})"
         probe = None if self.config.sandbox == "off" else await asyncio.to_thread(probe_sandbox)
         use, error = decide_sandbox(self.config.sandbox, probe)
         if error is not None:
-            raise _Failed("toolchain", error)
+            raise _not_judged("toolchain", f"{error}; {SANDBOX_FIX}")
         prlimit = find_prlimit()
         if prlimit is None:
-            raise _Failed("toolchain", "prlimit (util-linux) not found; it enforces the memory cap")
+            raise _not_judged("toolchain", "prlimit (util-linux) not found; it enforces the file-size cap")
         self.result.sandboxed = use
         return _Env(found, self.config, use, probe.bwrap if probe else None, prlimit)
 
-    async def prepare(self, env: _Env) -> dict[str, str]:
-        """Fresh package = a copy of the prebuilt cache entry (built on first use) + Submission."""
-        self.pkg = pkg = await asyncio.to_thread(pkgmod.new_grade_dir, self.config.work_root)
-        if self.config.keep_packages:
-            self.result.package_dir = str(pkg)
-        sources = pkgmod.package_sources(NETWORK_LEAN_PATH.read_bytes(), self.weights_lean)
-        key = pkgmod.cache_key(env.toolchain.version, env.toolchain.dir, sources)
-        cache_root = (self.config.cache_dir or pkgmod.DEFAULT_CACHE_DIR).expanduser()
+    async def compile(
+        self,
+        env: _Env,
+        where: Path,
+        module: str,
+        deadline: float,
+        options: tuple[str, ...] = (),
+        *,
+        trusted: bool = False,
+    ) -> CommandOutcome:
+        """`lean -o/-i` one module inside package `where`, the package's own lib on the path."""
+        await asyncio.to_thread(
+            (where / pkgmod.module_output(module, "olean")).parent.mkdir, parents=True, exist_ok=True
+        )
+        argv = pkgmod.compile_argv(str(env.toolchain.lean), module, options)
+        assert self.grade_dir is not None
+        return await env.run(
+            "build",
+            argv,
+            where,
+            deadline,
+            search_path=[where / pkgmod.LIB_DIR],
+            grade_dir=self.grade_dir,
+            writable=True,
+            trusted=trusted,
+        )
 
-        async def prebuild(where: Path) -> pkgmod.PrebuildOutcome:
+    async def prepare(self, env: _Env) -> tuple[dict[str, str], Path]:
+        """Fresh package = a copy of the prebuilt cache entry (built on first use). Returns the
+        manifest and the directory the trusted outputs are copied from for the verdict."""
+        self.grade_dir = await asyncio.to_thread(workdirs.new_grade_dir, self.config.work_root)
+        await asyncio.to_thread((self.grade_dir / pkgmod.GRADE_TMP).mkdir, 0o700)
+        if self.config.keep_packages:
+            self.result.package_dir = str(self.grade_dir)
+        sources = pkgmod.package_sources(self.task.network_lean.encode("utf-8"), self.task.weights_lean)
+        key = pkgmod.cache_key(env.toolchain.version, env.toolchain.dir, sources)
+        cache_root = (self.config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser()
+
+        async def prebuild(where: Path) -> cachemod.PrebuildOutcome:
             # Trusted files only, but under the same limits and sandbox, with its own deadline: a
             # slow first build of the weights must not eat the submission's time.
             deadline = time.monotonic() + self.config.timeout_s
-            out = await env.run("build", ["lake", "build", WEIGHTS_MODULE], where, deadline)
-            failure = command_failure(f"lake build {WEIGHTS_MODULE}", out, self.config.timeout_s)
-            return pkgmod.PrebuildOutcome(failure is None, failure or "", [out.record])
+            records = []
+            for module in (NETWORK_MODULE, WEIGHTS_MODULE):
+                out = await self.compile(env, where, module, deadline, trusted=True)
+                records.append(out.record)
+                if failure := command_failure(f"lean {module}", out, self.config.timeout_s):
+                    return cachemod.PrebuildOutcome(False, failure, records)
+            return cachemod.PrebuildOutcome(True, "", records)
 
         try:
             try:
@@ -215,98 +331,116 @@ class _Grade:
             except OSError:
                 usable = False
             if usable:
-                entry = await pkgmod.ensure_entry(cache_root, key, sources, prebuild)
+                entry = await cachemod.ensure_entry(cache_root, key, sources, prebuild)
                 self.result.commands.extend(entry.records)
                 self.result.cache = entry.status
-                await asyncio.to_thread(pkgmod.copy_package, entry.package, pkg)
-                manifest = entry.manifest
-            else:  # no writable cache: prebuild in place, same checks
-                self.result.cache = "off"
-                manifest, records = await pkgmod.prebuild_package(pkg, sources, prebuild)
-                self.result.commands.extend(records)
-        except pkgmod.PrebuildFailed as exc:
+                await asyncio.to_thread(workdirs.copy_package, entry.package, self.pkg)
+                return entry.manifest, entry.package
+            self.result.cache = "off"  # no writable cache: prebuild in place, same checks
+            manifest, records = await cachemod.prebuild_package(self.pkg, sources, prebuild)
+            self.result.commands.extend(records)
+            return manifest, self.pkg
+        except cachemod.PrebuildFailed as exc:
             self.result.commands.extend(exc.records)
-            raise _Failed("build", f"could not prebuild Network/Weights: {exc.reason}") from None
-        return manifest
+            raise _not_judged("build", f"could not prebuild Network/Weights: {exc.reason}") from None
 
-    async def check_trusted(self, stage: Stage, manifest: dict[str, str], when: str) -> None:
-        assert self.pkg is not None
-        changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
-        if changed:
-            raise _Failed(stage, f"trusted file changed during the {when}: {', '.join(changed[:5])}")
-
-    async def run_checked(
-        self, env: _Env, stage: Stage, argv: list[str], manifest: dict[str, str], deadline: float, when: str
-    ) -> None:
-        """Run one command that must exit 0 and leave every trusted file as it was."""
-        assert self.pkg is not None
-        out = self.record(await env.run(stage, argv, self.pkg, deadline))
-        if failure := command_failure(" ".join(argv), out, self.config.timeout_s):
-            raise _Failed(stage, failure)
-        await self.check_trusted(stage, manifest, when)
+    async def compile_extra(self, env: _Env, modules: Mapping[str, str], deadline: float) -> None:
+        """Self-test only: compile extra modules into the package before the submission, as if
+        the build had made them (the judge must refuse a submission that imports one)."""
+        for module, text in modules.items():
+            await asyncio.to_thread(pkgmod.write_fresh, self.pkg, pkgmod.module_source(module), text)
+            out = self.record(await self.compile(env, self.pkg, module, deadline, trusted=True))
+            if failure := command_failure(f"lean {module}", out, self.config.timeout_s):
+                raise _not_judged("build", f"could not build the self-test module: {failure}")
 
     async def build(self, env: _Env, submission: str, manifest: dict[str, str], deadline: float) -> None:
-        assert self.pkg is not None
         await asyncio.to_thread(pkgmod.write_submission, self.pkg, submission)
-        # lake build only warns on sorry; the guard and the axiom check cover that.
-        await self.run_checked(
-            env, "build", ["lake", "build", SUBMISSION_MODULE], manifest, deadline, "build"
+        out = self.record(
+            await self.compile(env, self.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,))
         )
-        self.result.build_passed = True
+        if failure := command_failure(f"lean {pkgmod.SUBMISSION_PATH}", out, self.config.timeout_s):
+            raise _Failed("build", failure)
+        # Exit 0 is not enough: an error message means the olean may be missing parts.
+        if errors := error_messages(out.text):
+            raise _Failed("build", f"build reported an error: {one_line(errors[0])}")
+        changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
+        if changed:
+            raise _Failed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
 
-    async def leanchecker(self, env: _Env, manifest: dict[str, str], deadline: float) -> None:
-        self.begin("leanchecker")
-        argv = ["lake", "env", "leanchecker", SUBMISSION_MODULE]
-        await self.run_checked(env, "leanchecker", argv, manifest, deadline, "kernel replay")
-        self.result.leanchecker_passed = True
-
-    async def statement(self, env: _Env, manifest: dict[str, str], deadline: float) -> str:
-        assert self.pkg is not None
-        self.begin("statement")
-        text = pkgmod.check_lean_text(self.task.p)
-        await asyncio.to_thread(pkgmod.write_fresh, self.pkg, pkgmod.CHECK_PATH, text)
-        argv = ["lake", "env", "lean", "--json", pkgmod.CHECK_PATH]
-        out = self.record(await env.run("statement", argv, self.pkg, deadline, readonly=(pkgmod.CHECK_PATH,)))
-        if out.timed_out:
-            raise _Failed("statement", command_failure("statement check", out, self.config.timeout_s) or "")
-        if out.record.truncated:
-            raise _Failed("statement", "statement check printed more than the output cap")
+    async def assemble_verdict_dir(self, manifest: dict[str, str], trusted_root: Path) -> None:
         try:
-            errors = error_messages(out.text)
-        except AxiomReportError as exc:  # unreadable output never counts as "no errors"
-            raise _Failed("statement", f"could not read Lean's messages: {exc}") from None
-        if out.record.exit_code != 0 or errors:
-            first = one_line(errors[0]) if errors else summarize_output(out.text)
-            raise _Failed(
-                "statement",
-                f"statement check failed (exit {out.record.exit_code}): {first}",
+            await asyncio.to_thread(
+                pkgmod.make_verdict_dir,
+                self.verdict_dir,
+                trusted_root,
+                manifest,
+                self.pkg,
+                SUBMISSION_MODULE,
             )
-        after = await asyncio.to_thread(pkgmod.hash_files, self.pkg, [pkgmod.CHECK_PATH])
-        if after[pkgmod.CHECK_PATH] != sha256_text(text):
-            raise _Failed("statement", "Check.lean changed while it was being checked")
-        await self.check_trusted("statement", manifest, "statement check")
-        self.result.statement_passed = True
-        return out.text
+        except pkgmod.VerdictDirError as exc:
+            raise _Failed("build", f"the build's output cannot be judged: {exc}") from None
 
-    def axioms(self, output: str) -> None:
-        self.begin("axioms")
-        names = [theorem_name(self.task.p), CHECK_THEOREM]
+    async def judge(self, env: _Env, deadline: float) -> None:
+        """Replay, statement and axioms in one trusted process (stages leanchecker..axioms). Its
+        own deadline or memory cap is a verdict (the submission's kernel work was too big); a
+        judge that ends any other way without a verdict line means "could not judge"."""
+        self.begin("leanchecker")
+        assert self.grade_dir is not None
+        argv = judge_argv(
+            str(env.toolchain.lean),
+            submission_module=SUBMISSION_MODULE,
+            theorem=theorem_name(self.task.p),
+            spec=SPEC_CONSTANT,
+            check=CHECK_THEOREM,
+            toolchain_dir=env.toolchain.dir,
+            allowed_imports=JUDGE_IMPORTS,
+            required_imports=(REQUIRED_IMPORT,),
+        )
+        out = self.record(
+            await env.run(
+                "leanchecker",
+                argv,
+                self.verdict_dir,
+                deadline,
+                search_path=[self.verdict_dir / pkgmod.VERDICT_LIB],
+                grade_dir=self.grade_dir,
+                writable=False,
+            )
+        )
+        if out.timed_out or out.limit_exceeded:
+            raise _Failed("leanchecker", command_failure("the judge", out, self.config.timeout_s) or "")
+        if failure := command_failure("the judge", out, self.config.timeout_s):
+            raise _not_judged("leanchecker", failure)
+        if out.record.truncated:
+            raise _not_judged("leanchecker", "the judge printed more than the output cap")
         try:
-            found = parse_axiom_report(output, names)
-        except AxiomReportError as exc:
-            raise _Failed("axioms", f"could not read the axiom report: {exc}") from None
-        self.result.axioms = list(found[names[0]])
-        self.result.check_axioms = list(found[names[1]])
-        for name in names:
-            if (why := check_axioms(found[name], self.config.axioms_mode)) is not None:
+            report = parse_judge_output(out.text)
+        except JudgeOutputError as exc:
+            raise _not_judged("leanchecker", f"the judge reached no verdict: {exc}") from None
+        if report.verdict == "imports":
+            raise _Failed("leanchecker", f"imports: {report.reason}")
+        if report.verdict == "replay":
+            raise _Failed("leanchecker", f"kernel replay: {report.reason}")
+        self.begin("statement")
+        if report.verdict == "statement":
+            raise _Failed("statement", f"statement check: {report.reason}")
+        self.begin("axioms")
+        self.result.axioms = sorted(report.axioms)
+        self.result.check_axioms = sorted(report.check_axioms)
+        for name, found in ((theorem_name(self.task.p), report.axioms), (CHECK_THEOREM, report.check_axioms)):
+            if (why := check_axioms(found, self.config.axioms_mode)) is not None:
                 raise _Failed("axioms", f"{name}: {why}")
-        self.result.axioms_passed = True
+
+    async def selftest(self, env: _Env) -> None:
+        """The toolchain must prove itself on the canaries before its verdicts count."""
+        from lean_mod_add_proof.grading import selftest as selftest_mod  # it grades through this module
+
+        failure = await selftest_mod.ensure_selftest(env.toolchain, self.config, self.task.network_lean)
+        if failure is not None:
+            raise _not_judged("toolchain", failure)
 
     def accept(self) -> None:
         self.end()
-        self.result.reward = 1.0
-        self.result.accepted = True
-        self.result.failed_stage = None
         axioms = ", ".join(self.result.axioms or []) or "none"
         # Name the toolchain that said yes rather than asserting "Lean": under test it is a double.
         self.result.reason = (
@@ -317,60 +451,73 @@ class _Grade:
 
 async def grade(
     submission: str,
-    task: TaskRecord,
-    weights_lean: str,
+    task: GradeTask,
     config: GraderConfig,
     *,
     on_stage: OnStage | None = None,
     skip_guard: bool = False,
+    skip_selftest: bool = False,
+    extra_modules: Mapping[str, str] | None = None,
 ) -> GradeResult:
     """Grade `submission` (the whole text of LeanCheckedNetwork/Submission.lean) for `task`.
 
-    `skip_guard` is for tests only (the Lean integration tests need to show that the later stages
-    catch what the guard would have caught first); never set it when grading rollouts.
+    Test-only switches, reachable from no config field and no command line; never set them when
+    grading rollouts:
+    - `skip_guard`: the later stages must be shown to catch what the guard would catch first
+      (the Lean integration tests and the self-test's canaries use it);
+    - `skip_selftest`: grade against the toolchain double without first running the self-test
+      (the self-test's own canaries run this way, and so do the orchestration tests, whose
+      double acts out only what each test scripts);
+    - `extra_modules`: modules compiled into the package before the submission (a canary).
 
     Returns a GradeResult for every outcome, including toolchain problems and internal errors
     ("internal grader error: ..."). Only cancellation propagates, after every process this grade
-    started has been killed and its package directory removed."""
+    started has been killed and its directory removed."""
     started = time.monotonic()
-    g = _Grade(task, weights_lean, config, on_stage)
+    g = _Grade(task, config, on_stage)
     try:
-        g.guard(submission, skip_guard)
+        await g.guard(submission, skip_guard)
         env = await g.locate()
+        if not skip_selftest:
+            await g.selftest(env)
         limit = config.max_concurrent or os.cpu_count() or 1
+        queued = time.monotonic()
         async with _semaphore(limit):
+            g.result.queued_seconds = round(time.monotonic() - queued, 4)
             g.begin("build")
-            manifest = await g.prepare(env)
-            # One deadline for build, replay and check, starting once the package is ready.
+            manifest, trusted_root = await g.prepare(env)
+            # One deadline for build and judge, starting once the package is ready.
             deadline = time.monotonic() + config.timeout_s
+            if extra_modules:
+                await g.compile_extra(env, extra_modules, deadline)
             await g.build(env, submission, manifest, deadline)
-            await g.leanchecker(env, manifest, deadline)
-            output = await g.statement(env, manifest, deadline)
-        g.axioms(output)
+            await g.assemble_verdict_dir(manifest, trusted_root)
+            await g.judge(env, deadline)
         g.accept()
     except _Failed as failed:
-        g.fail(failed.stage, failed.reason)
+        g.fail(failed.stage, failed.reason, judged=failed.judged)
     except asyncio.CancelledError:
-        g.fail(g.result.stage_reached, "cancelled")
+        g.fail(g.result.stage_reached, "cancelled", judged=False)
         raise
-    except Exception as exc:  # a grader bug must not crash the rollout; it still scores 0
-        g.fail(g.result.stage_reached, f"internal grader error: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # a grader bug must not crash the rollout, nor look like a verdict
+        reason = f"internal grader error: {type(exc).__name__}: {exc}"
+        g.fail(g.result.stage_reached, reason, judged=False)
     finally:
         g.end()
-        if g.pkg is not None and not config.keep_packages:
-            pkgmod.remove_tree(g.pkg)  # synchronous on purpose: must also run during cancellation
+        if g.grade_dir is not None and not config.keep_packages:
+            workdirs.remove_tree(g.grade_dir)  # synchronous on purpose: must also run during cancellation
         g.result.grader_seconds = round(time.monotonic() - started, 4)
     return g.result
 
 
 async def grade_reply(
     reply: str,
-    task: TaskRecord,
-    weights_lean: str,
+    task: GradeTask,
     config: GraderConfig,
     *,
     on_stage: OnStage | None = None,
     skip_guard: bool = False,
+    skip_selftest: bool = False,
 ) -> GradeResult:
     """Extract the one ```lean block from a model reply, then `grade` it."""
     started = time.monotonic()
@@ -386,35 +533,19 @@ async def grade_reply(
     extract_s = round(time.monotonic() - started, 4)
     if extraction is None or extraction.code is None:
         result = GradeResult(
-            task_id=task.id,
+            task_id=task.task_id,
             theorem=theorem_name(task.p),
             stage_reached="extract",
             failed_stage="extract",
-            reason=one_line(f"extract: {reason}"),
+            judged=extraction is not None,
+            reason=one_line(f"extract: {reason}" if extraction is not None else f"could not judge: {reason}"),
         )
         result.stage_seconds["extract"] = extract_s
         result.grader_seconds = extract_s
         return result
     result = await grade(
-        extraction.code, task, weights_lean, config, on_stage=on_stage, skip_guard=skip_guard
+        extraction.code, task, config, on_stage=on_stage, skip_guard=skip_guard, skip_selftest=skip_selftest
     )
     result.stage_seconds = {"extract": extract_s, **result.stage_seconds}
     result.grader_seconds = round(result.grader_seconds + extract_s, 4)
     return result
-
-
-def grade_sync(
-    submission: str,
-    task: TaskRecord,
-    weights_lean: str,
-    config: GraderConfig | None = None,
-    *,
-    on_stage: OnStage | None = None,
-    skip_guard: bool = False,
-) -> GradeResult:
-    """`grade` for synchronous callers (starts its own event loop)."""
-    return asyncio.run(
-        grade(
-            submission, task, weights_lean, config or GraderConfig(), on_stage=on_stage, skip_guard=skip_guard
-        )
-    )

@@ -1,5 +1,50 @@
 """Running one untrusted command: its own process group, a shared deadline, OS limits, an output
-cap, and a kill of the whole group whatever happens (deadline, cancellation, normal exit)."""
+cap, live per-grade caps on its whole process tree, and a kill of that whole tree whatever
+happens (normal exit, deadline, a cap, cancellation).
+
+How the tree is followed. A watcher thread lists /proc every `RSS_POLL_S` and keeps every process
+it has ever seen descend from the command (by pid *and* start time, so a reused pid is never
+counted or killed). A process stays tracked after its parent dies and it is reparented, so
+`setsid`, `setpgid`, bash job control and a double fork do not hide it once it has been seen.
+A process that leaves the tree before the first look (its parent exits within milliseconds, the
+classic double fork) is still found: the command runs with a random marker variable
+(`TREE_ENV_VAR`) in its environment, and a process started after the command, adopted by init or
+by one of the grader's ancestors, and carrying this run's marker, is counted as the command's.
+Processes inside the bubblewrap sandbox are visible in the host's /proc under their host pids and
+their parent chain goes through bwrap, so the same walk covers sandboxed commands.
+
+Caps (`Limits`), checked by polling:
+- memory: the summed resident set (RSS) of every live process of the tree, every `RSS_POLL_S`;
+- processes: how many processes of the tree exist at once (zombies included, threads not), every
+  `RSS_POLL_S` (RLIMIT_NPROC is ignored for root, even inside bwrap, so it cannot do this);
+- disk: the allocated size of everything under `Limits.disk_paths` (symlinks not followed, hard
+  links counted once), every `DISK_POLL_S` and once more when the command ends;
+- file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write);
+- CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only.
+When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why.
+
+Residual limits (say these plainly wherever the caps are described):
+- Without the sandbox, a process that leaves the command's tree before the watcher has seen it
+  (within ~`RSS_POLL_S`: double fork plus `setsid`) *and* drops the marker from its environment
+  (`env -i`, an `execve` with a fresh environment) is not found and outlives the grade.
+  Unsandboxed is no security boundary anyway: the command runs as the grader's user and can
+  signal, ptrace or read the grader. With the sandbox on (bwrap: PID namespace,
+  `--die-with-parent`) nothing survives: killing bwrap tears the whole namespace down.
+- Caps are polled, not enforced by the kernel: memory can overshoot by what the tree touches in
+  one poll (~50 ms; the address-space backstop stops any single process at
+  `ADDRESS_SPACE_BACKSTOP_MB`), a fork burst can briefly exceed the process cap, and disk can
+  overshoot by ~0.5 s of writing (each file stays under RLIMIT_FSIZE).
+- Summed RSS counts a page shared by several processes (shared libraries, copy-on-write pages
+  after fork, mmapped .olean files) once per process, so it overstates a tree whose processes
+  share memory: it errs towards stopping early.
+- The disk walk's time grows with the number of files under `disk_paths`.
+- With the sandbox, bwrap reports a command killed by signal N as exit 128+N; a command that
+  itself exits with 129..192 is therefore reported as killed by a signal too.
+
+Exit status (`CommandRecord`), the same with and without the sandbox: `signal` is the signal
+that ended the command and then `exit_code` is None; `exit_code` is also None when the grader
+killed the command (deadline, a cap, cancellation; `signal` is then normally 9, SIGKILL).
+Otherwise `exit_code` is the command's exit code and `signal` None."""
 
 from __future__ import annotations
 
@@ -7,21 +52,65 @@ import asyncio
 import contextlib
 import math
 import os
+import secrets
 import shutil
 import signal
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lean_mod_add_proof.grading.result import CommandRecord, Stage
 
-#: After the group is killed, how long to keep draining the pipe. A process that left our group
-#: (setsid, only possible without the sandbox) could hold it open forever.
+#: After the tree is killed, how long to keep draining the pipe. A process the watcher could not
+#: find (see the module docstring) could hold it open forever.
 DRAIN_AFTER_KILL_S = 2.0
 #: Added to the CPU-seconds backstop so it only fires when the wall-clock kill somehow did not.
 CPU_SLACK_S = 5
 _CHUNK = 1 << 16
+
+#: Far backstop on address space: Lean 4.35 reserves 1 GiB of stack per thread plus allocator
+#: arenas, so an address-space cap near real use stops it from starting. Real memory is capped by
+#: the live RSS watch (`Limits.memory_mb`).
+ADDRESS_SPACE_BACKSTOP_MB = 16 * 1024
+
+#: How often the watcher lists /proc: the memory and process caps, and new tree members.
+RSS_POLL_S = 0.05
+#: The first look comes a little later, so a command that is over in a few milliseconds costs
+#: one listing of /proc (the final sweep), not two. What it started meanwhile is found then.
+FIRST_POLL_S = 0.01
+#: How often the watcher adds up the disk use under `Limits.disk_paths`.
+DISK_POLL_S = 0.5
+#: How long the final kill keeps looking for stragglers before giving up.
+SWEEP_S = 1.0
+#: A look at /proc normally stats just the pids allocated since the last look (read from
+#: /proc/sys/kernel/ns_last_pid). It lists all of /proc instead when that is more than
+#: `_RANGE_MAX` pids, when more than `_RANGE_GAP_S` passed since the last look (the allocator
+#: might have come full circle), or when ns_last_pid cannot be read.
+_RANGE_MAX = 4096
+_RANGE_GAP_S = 1.0
+#: The environment variable carrying a run's random marker (see the module docstring).
+TREE_ENV_VAR = "LEAN_GRADER_TREE"
+
+_MIB = 1024 * 1024
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The per-grade caps every command of a grade runs under."""
+
+    memory_mb: int
+    """Summed resident memory of the command's whole process tree."""
+    max_processes: int
+    """Processes alive at once in the command's tree."""
+    max_disk_mb: int
+    """Bytes under `disk_paths` (the grade directory and the sandbox /tmp) together."""
+    max_file_mb: int
+    """Largest single file (RLIMIT_FSIZE)."""
+    disk_paths: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -31,16 +120,21 @@ class CommandOutcome:
     """The captured output (the last `output_cap_bytes` bytes, decoded with replacement)."""
     timed_out: bool
     started: bool = True
+    limit_exceeded: str | None = None
+    """Set when a per-grade cap stopped the command: `memory cap exceeded (N MiB > M MiB)`,
+    `process cap exceeded (more than N processes)` or `disk cap exceeded (N MiB > M MiB)`."""
+    peak_rss_mb: int = 0
+    """Largest summed resident memory of the tree seen while it ran, in MiB (rounded up)."""
 
 
-def prlimit_argv(prlimit: str, memory_mb: int, cpu_seconds: int, max_file_mb: int) -> list[str]:
+def prlimit_argv(prlimit: str, address_space_mb: int, cpu_seconds: int, max_file_mb: int) -> list[str]:
     """`prlimit` sets the limits on itself and execs the command, so every descendant inherits
     them (rlimits survive exec and fork, and bwrap does not reset them). RLIMIT_FSIZE bounds each
     file written (an .olean of a huge term, a flood into a file); it does not apply to pipes."""
     mib = 1024 * 1024
     return [
         prlimit,
-        f"--as={memory_mb * mib}",
+        f"--as={address_space_mb * mib}",
         f"--cpu={cpu_seconds}",
         f"--fsize={max_file_mb * mib}",
         "--",
@@ -51,9 +145,11 @@ def cpu_backstop(remaining_s: float) -> int:
     return max(1, math.ceil(remaining_s)) + CPU_SLACK_S
 
 
-def child_env(home: Path, toolchain_bin: Path | None) -> dict[str, str]:
+def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str, str]:
     """The complete environment of every Lean process: nothing inherited from the grader (no API
-    keys, no ELAN_*, no LEAN_PATH), one thread."""
+    keys, no ELAN_*, no LEAN_PATH), one thread. `tmpdir` is TMPDIR: `/tmp` inside the sandbox
+    (bound to the grade's own tmp directory), the grade's tmp directory itself without it, so
+    temporary files stay inside the grade directory and count towards its disk cap."""
     path = "/usr/bin:/bin"
     if toolchain_bin is not None:
         path = f"{toolchain_bin}:{path}"
@@ -62,12 +158,377 @@ def child_env(home: Path, toolchain_bin: Path | None) -> dict[str, str]:
         "HOME": str(home),
         "LEAN_NUM_THREADS": "1",
         "LANG": "C.UTF-8",
-        "TMPDIR": "/tmp",
+        "TMPDIR": str(tmpdir),
     }
 
 
 def find_prlimit() -> str | None:
     return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+
+
+def exit_status(returncode: int, *, sandboxed: bool) -> tuple[int | None, int | None]:
+    """(exit_code, signal) from a returncode, the same with and without the sandbox (pure).
+    asyncio reports death by signal N as -N; bwrap exits 128+N when its child dies of signal N."""
+    if returncode < 0:
+        return None, -returncode
+    if sandboxed and 128 < returncode < 128 + signal.NSIG:
+        return None, returncode - 128
+    return returncode, None
+
+
+# -- the process tree -------------------------------------------------------------------------
+
+
+def _read_proc(pid: int, name: str, most: int = 4096) -> bytes | None:
+    """Up to `most` bytes of /proc/<pid>/<name>, or None when the process is gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, min(most, 4096))
+        if len(data) == 4096 and most > 4096:  # rare: a long environment
+            parts = [data]
+            size = len(data)
+            while size < most and (chunk := os.read(fd, min(1 << 16, most - size))):
+                parts.append(chunk)
+                size += len(chunk)
+            data = b"".join(parts)
+        return data
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _stat(pid: int) -> tuple[int, int, int, bool] | None:
+    """(ppid, start time in clock ticks since boot, RSS in pages, zombie) from /proc/<pid>/stat,
+    or None when the process is gone."""
+    data = _read_proc(pid, "stat")
+    if not data:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()  # after the command name, which may hold ")"
+    try:  # field 3 state, 4 ppid, 22 starttime, 24 rss (proc(5)); fields[0] is field 3
+        return int(fields[1]), int(fields[19]), int(fields[21]), fields[0] in (b"Z", b"X")
+    except (IndexError, ValueError):
+        return None
+
+
+def _is_process(pid: int) -> bool:
+    """Whether `pid` is a process (thread-group leader), not another thread of one. A thread's
+    /proc/<tid> is reachable though not listed, and its stat shows its process's parent."""
+    data = _read_proc(pid, "status", 1024)
+    if not data:
+        return False
+    at = data.find(b"\nTgid:")
+    if at < 0:
+        return False
+    end = data.find(b"\n", at + 1)
+    try:
+        return int(data[at + 6 : end if end >= 0 else None]) == pid
+    except ValueError:
+        return False
+
+
+def _boot_ticks() -> int:
+    """Now, in the unit and clock of /proc/<pid>/stat's start time."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
+
+
+_ancestors_cache: tuple[int, int, frozenset[int]] = (0, 0, frozenset())
+
+
+def _ancestors() -> frozenset[int]:
+    """The grader and its ancestors up to init: where an orphan of the command can be reparented
+    (init of our PID namespace or the nearest child-subreaper ancestor). Cached per (pid, ppid)."""
+    global _ancestors_cache
+    me, parent, chain_ = _ancestors_cache
+    if me == os.getpid() and parent == os.getppid():
+        return chain_
+    chain = {1}
+    pid = os.getpid()
+    while pid > 1 and pid not in chain and len(chain) < 64:
+        chain.add(pid)
+        st = _stat(pid)
+        if st is None:
+            break
+        pid = st[0]
+    _ancestors_cache = (os.getpid(), os.getppid(), frozenset(chain))
+    return _ancestors_cache[2]
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _last_pid() -> int | None:
+    """The pid allocated last in our PID namespace (new pids follow it, cyclically)."""
+    return _read_int("/proc/sys/kernel/ns_last_pid")
+
+
+def _pids_after(prev: int, last: int) -> range | list[int] | None:
+    """The pids allocated after `prev` up to `last`, cyclically; None when that is too many."""
+    if last >= prev:
+        span: range | list[int] = range(prev + 1, last + 1)
+    else:  # the allocator wrapped around pid_max
+        top = _read_int("/proc/sys/kernel/pid_max") or 1 << 22
+        span = [*range(prev + 1, top), *range(1, last + 1)]
+    return span if len(span) <= _RANGE_MAX else None
+
+
+def _kill_exact(pid: int, start: int) -> None:
+    """SIGKILL `pid` only if it is still the process that started at `start` (pidfd: no race)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        st = _stat(pid)
+        if st is not None and st[1] == start:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        return
+    try:
+        st = _stat(pid)
+        if st is not None and st[1] == start:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+    finally:
+        os.close(fd)
+
+
+def _killpg(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def disk_usage(
+    paths: Sequence[Path], *, stop_above: int | None = None, tick: Callable[[], bool] | None = None
+) -> int:
+    """Allocated bytes of everything under `paths` (symlinks not followed, hard links once).
+    Stops early once past `stop_above`, or when `tick` (called every 256 entries) returns True."""
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    stack = [str(p) for p in paths]
+    n = 0
+    while stack:
+        try:
+            it = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if st.st_nlink > 1 and not entry.is_dir(follow_symlinks=False):
+                    key = (st.st_dev, st.st_ino)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                total += st.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                n += 1
+                if n % 256 == 0:
+                    if stop_above is not None and total > stop_above:
+                        return total
+                    if tick is not None and tick():
+                        return total
+    return total
+
+
+class _Watcher:
+    """Follows one command's process tree, enforces the caps, and kills the tree at the end."""
+
+    def __init__(
+        self,
+        root: int,
+        spawned_ticks: int,
+        last_pid: int | None,
+        looked_at: float,
+        token: str,
+        limits: Limits | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.thread = threading.Thread(target=self.run, name=f"lean-grader-watch-{root}", daemon=True)
+        self.root = root
+        self.limits = limits
+        self.marker = f"\0{TREE_ENV_VAR}={token}\0".encode()
+        self.adopters = _ancestors()
+        self.ours: dict[int, int] = {}  # pid -> start time, every process of the tree ever seen
+        self.other: set[int] = set()  # in whole listings: pids known not to be ours
+        self._last_pid = last_pid  # read just before the command was spawned
+        self._looked_at = looked_at
+        self.live: dict[int, tuple[int, bool]] = {}  # from the last poll: pid -> (ppid, zombie)
+        self.not_before = spawned_ticks - 1  # nothing of the tree started earlier
+        st = _stat(root)
+        if st is not None:
+            self.ours[root] = st[1]
+            self.not_before = min(self.not_before, st[1])
+        self.peak_rss = 0
+        self.reason: str | None = None
+        self.error: BaseException | None = None
+        self._halt = threading.Event()
+        self._loop = loop
+        self.done: asyncio.Future[None] = loop.create_future()
+        self._next_poll = time.monotonic() + FIRST_POLL_S
+        self._ending = False
+
+    # -- following the tree --
+    def _has_marker(self, pid: int) -> bool:
+        data = _read_proc(pid, "environ", 1 << 20)
+        return bool(data) and self.marker in b"\0" + data
+
+    def _candidates(self) -> tuple[Sequence[int] | set[int], bool]:
+        """(pids that may have joined the tree since the last look, whether from a listing)."""
+        now = time.monotonic()
+        last = _last_pid()
+        prev, self._last_pid = self._last_pid, last
+        gap, self._looked_at = now - self._looked_at, now
+        if last is not None and prev is not None and gap < _RANGE_GAP_S:
+            span = _pids_after(prev, last)
+            if span is not None:
+                return span, False
+        listed = set(map(int, filter(str.isdigit, os.listdir("/proc"))))
+        if gap < _RANGE_GAP_S:
+            self.other &= listed
+        else:
+            self.other.clear()  # a pid seen before may belong to someone else by now
+        return listed - self.ours.keys() - self.other, True
+
+    def poll(self) -> None:
+        """One look at /proc: new members, and the memory and process caps."""
+        self._next_poll = time.monotonic() + RSS_POLL_S
+        candidates, listing = self._candidates()
+        rss = 0
+        live: dict[int, tuple[int, bool]] = {}
+        for pid, start in list(self.ours.items()):
+            st = _stat(pid)
+            if st is None or st[1] != start:
+                del self.ours[pid]
+                continue
+            live[pid] = (st[0], st[3])
+            rss += st[2]
+        pending: dict[int, tuple[int, int, int, bool]] = {}
+        for pid in candidates:
+            if pid in self.ours:
+                continue
+            st = _stat(pid)
+            if st is not None and st[1] >= self.not_before:
+                pending[pid] = st
+            elif listing:
+                self.other.add(pid)
+        progress = True
+        while pending and progress:  # parents before children
+            progress = False
+            for pid, st in list(pending.items()):
+                ppid = st[0]
+                if ppid in pending:
+                    continue
+                del pending[pid]
+                progress = True
+                mine = ppid in self.ours or (ppid in self.adopters and self._has_marker(pid))
+                if mine and (listing or _is_process(pid)):  # (a listing shows processes only)
+                    self.ours[pid] = st[1]
+                    live[pid] = (ppid, st[3])
+                    rss += st[2]
+                elif listing:
+                    self.other.add(pid)
+        self.live = live
+        rss *= _PAGE
+        self.peak_rss = max(self.peak_rss, rss)
+        lim = self.limits
+        if lim is None or self.reason is not None or self._ending:
+            return  # (while ending, what is left is being killed anyway)
+        if rss > lim.memory_mb * _MIB:
+            self.exceeded(f"memory cap exceeded ({math.ceil(rss / _MIB)} MiB > {lim.memory_mb} MiB)")
+        elif len(live) > lim.max_processes:
+            self.exceeded(f"process cap exceeded (more than {lim.max_processes} processes)")
+
+    def _walk_tick(self) -> bool:
+        """Between disk-walk steps: keep polling, and say whether to abandon the walk."""
+        if self._ending:
+            return False  # the final walk runs to the end
+        if time.monotonic() >= self._next_poll:
+            self.poll()
+        return self.reason is not None or self._halt.is_set()
+
+    def check_disk(self) -> None:
+        lim = self.limits
+        if lim is None or not lim.disk_paths or self.reason is not None:
+            return
+        cap = lim.max_disk_mb * _MIB
+        used = disk_usage(lim.disk_paths, stop_above=cap, tick=self._walk_tick)
+        if used > cap and self.reason is None:
+            self.exceeded(f"disk cap exceeded ({math.ceil(used / _MIB)} MiB > {lim.max_disk_mb} MiB)")
+
+    # -- killing --
+    def exceeded(self, reason: str) -> None:
+        self.reason = reason
+        self.kill()
+
+    def kill(self) -> None:
+        _killpg(self.root)
+        for pid, start in list(self.ours.items()):
+            _kill_exact(pid, start)
+
+    def sweep(self) -> None:
+        """Kill the tree until nothing of it is left alive (bounded by `SWEEP_S`)."""
+        give_up = time.monotonic() + SWEEP_S
+        delay = 0.001
+        while True:
+            _killpg(self.root)
+            self.poll()
+            alive = [pid for pid, (_, zombie) in self.live.items() if not zombie]
+            if not alive or time.monotonic() > give_up:
+                break
+            for pid in alive:
+                _kill_exact(pid, self.ours[pid])
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+        me = os.getpid()
+        for pid, (ppid, zombie) in self.live.items():  # orphans adopted by the grader itself
+            if zombie and ppid == me and pid != self.root:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+
+    # -- the thread --
+    def run(self) -> None:
+        try:
+            next_disk = time.monotonic() + DISK_POLL_S
+            while True:
+                if self._halt.wait(max(0.0, self._next_poll - time.monotonic())):
+                    break
+                self.poll()
+                if self.reason is not None:
+                    self.kill()  # anything born since the cap fired
+                elif time.monotonic() >= next_disk:
+                    self.check_disk()
+                    next_disk = time.monotonic() + DISK_POLL_S
+            self._ending = True
+            self.sweep()
+            self.check_disk()  # once more at the end: a fast writer may have finished already
+        except BaseException as exc:  # fail closed: a watcher that cannot watch kills the command
+            self.error = exc
+            with contextlib.suppress(BaseException):
+                self.kill()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+                self._loop.call_soon_threadsafe(self._set_done)
+
+    def _set_done(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
+# -- output -----------------------------------------------------------------------------------
 
 
 class _Capture:
@@ -97,11 +558,6 @@ async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
         capture.feed(chunk)
 
 
-def _killpg(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 async def _exited(proc: asyncio.subprocess.Process) -> int:
     """Wait for the command itself to exit. Not `proc.wait()`: in asyncio that also waits for the
     pipe to close, which a lingering grandchild holding stdout would delay until the deadline."""
@@ -125,17 +581,25 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-async def _finish(proc: asyncio.subprocess.Process, drain: asyncio.Task[None]) -> None:
-    """Kill the group (lingering grandchildren included), reap, and stop reading."""
+async def _finish(proc: asyncio.subprocess.Process, drain: asyncio.Task[None], watcher: _Watcher) -> None:
+    """Kill the group, reap, kill the rest of the tree, and stop reading. Uninterruptible: a
+    (second) cancellation is remembered and re-raised at the end, never leaves a zombie."""
     _killpg(proc.pid)
     cancelled = False
     while True:
         try:
             await _exited(proc)
             break
-        except asyncio.CancelledError:  # a second cancel must not leave a zombie behind
+        except asyncio.CancelledError:
             cancelled = True
             _killpg(proc.pid)
+    watcher.stop()
+    while not watcher.done.done():  # the watcher kills every tracked process, then ends
+        try:
+            await asyncio.wait((watcher.done,))
+        except asyncio.CancelledError:
+            cancelled = True
+    watcher.thread.join(1.0)  # it has signalled its last act: returning
     try:
         await asyncio.wait_for(asyncio.shield(drain), DRAIN_AFTER_KILL_S)
     except (TimeoutError, asyncio.CancelledError) as exc:
@@ -146,7 +610,7 @@ async def _finish(proc: asyncio.subprocess.Process, drain: asyncio.Task[None]) -
         pass
     transport = getattr(proc, "_transport", None)
     if transport is not None:
-        transport.close()  # release the pipe even if something outside the group still holds it
+        transport.close()  # release the pipe even if something outside the tree still holds it
     if cancelled:
         raise asyncio.CancelledError
 
@@ -160,18 +624,20 @@ async def run_command(
     deadline: float,
     output_cap_bytes: int,
     tail_chars: int,
-    memory_mb: int | None,
+    limits: Limits | None,
     prlimit: str | None,
-    max_file_mb: int = 1024,
     record_argv: Sequence[str] | None = None,
+    sandboxed: bool = False,
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
-    With `memory_mb` the command runs under `prlimit` (address space, file size and a CPU-seconds
-    backstop).
-    The whole process group is SIGKILLed when the command ends, when the deadline passes, and on
-    cancellation (which is re-raised after the group is reaped). `record_argv` is what goes on the
-    record (the command without the sandbox/limit wrappers), default `argv`."""
+    With `limits` the command runs under `prlimit` (a far address-space backstop, the file size
+    and a CPU-seconds backstop) and under the live caps on its process tree (memory, processes,
+    disk; see the module docstring). Its whole tree is SIGKILLed when the command ends, when the
+    deadline passes, when a cap is exceeded, and on cancellation (which is re-raised after the
+    tree is reaped). `record_argv` is what goes on the record (the command without the
+    sandbox/limit wrappers), default `argv`. `sandboxed` says `argv` starts with bwrap, whose
+    exit 128+N means its command died of signal N (reported as `signal`, see `exit_status`)."""
     shown = list(record_argv if record_argv is not None else argv)
     start = time.monotonic()
     remaining = deadline - start
@@ -187,40 +653,66 @@ async def run_command(
         )
         return CommandOutcome(record, "", timed_out=True, started=False)
     full = list(argv)
-    if memory_mb is not None:
+    if limits is not None:
         if prlimit is None:
-            raise RuntimeError("prlimit not found; it is needed for the memory cap")
-        full = prlimit_argv(prlimit, memory_mb, cpu_backstop(remaining), max_file_mb) + full
+            raise RuntimeError("prlimit not found; it is needed for the file-size cap")
+        address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb)
+        full = prlimit_argv(prlimit, address_space, cpu_backstop(remaining), limits.max_file_mb) + full
+    token = secrets.token_hex(8)
     capture = _Capture(output_cap_bytes)
+    last_pid = _last_pid()
+    looked_at = time.monotonic()
+    spawned_ticks = _boot_ticks()
     proc = await asyncio.create_subprocess_exec(
         *full,
         cwd=str(cwd),
-        env=dict(env),
+        env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        process_group=0,  # its own group, so killpg reaches every descendant that stays in it
+        process_group=0,  # its own group: one killpg reaches every descendant that stays in it
     )
+    try:
+        watcher = _Watcher(
+            proc.pid, spawned_ticks, last_pid, looked_at, token, limits, asyncio.get_running_loop()
+        )
+        watcher.thread.start()
+    except BaseException:
+        _killpg(proc.pid)
+        raise
     assert proc.stdout is not None
     drain = asyncio.ensure_future(_drain(proc.stdout, capture))
     timed_out = False
     try:
         try:
-            exit_code: int | None = await asyncio.wait_for(_exited(proc), timeout=remaining)
+            await asyncio.wait_for(_exited(proc), timeout=remaining)
         except TimeoutError:
             timed_out = True
-            exit_code = None
     finally:
-        # Runs on normal exit, deadline and cancellation alike; re-raises cancellation.
-        await _finish(proc, drain)
+        # Runs on normal exit, deadline, caps and cancellation alike; re-raises cancellation.
+        await _finish(proc, drain, watcher)
+    if watcher.error is not None:
+        raise RuntimeError(f"the process watcher failed: {watcher.error!r}") from watcher.error
+    returncode = proc.returncode
+    assert returncode is not None
+    exit_code, signum = exit_status(returncode, sandboxed=sandboxed)
+    if timed_out:
+        exit_code = None  # killed by the grader (or it exited just as the deadline passed)
     text = capture.text()
     record = CommandRecord(
         stage=stage,
         argv=shown,
         exit_code=exit_code,
+        signal=signum,
         seconds=round(time.monotonic() - start, 3),
         output_tail=text[-tail_chars:] if tail_chars else "",
         output_bytes=capture.total,
         truncated=capture.truncated,
     )
-    return CommandOutcome(record, text, timed_out=timed_out)
+    return CommandOutcome(
+        record,
+        text,
+        timed_out=timed_out,
+        limit_exceeded=watcher.reason,
+        peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 #: Stages in the order they run; a grade stops at the first one that fails.
 Stage = Literal["extract", "guard", "toolchain", "build", "leanchecker", "statement", "axioms"]
@@ -15,10 +15,12 @@ AxiomsMode = Literal["subset", "exact"]
 SandboxMode = Literal["auto", "on", "off"]
 
 
-class GraderConfig(BaseModel):
-    """How a submission is graded. Every field has a safe default."""
+class GraderSettings(BaseModel):
+    """Every grader setting, defined once: `GraderConfig` is exactly these, the taskset's
+    `--env.taskset.task.*` flags inherit them, and the CLI builds its flags from them. Each has a
+    safe default, its bounds, and a one-line docstring that is its help text."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True)
 
     timeout_s: float = Field(300.0, gt=0)
     """One deadline, in seconds, for build, replay and check together."""
@@ -28,22 +30,33 @@ class GraderConfig(BaseModel):
     """Where each grade's throwaway package directory is made (default: the system temp dir)."""
     keep_packages: bool = False
     """Keep each grade's package directory for inspection instead of deleting it."""
-    memory_mb: int = Field(4096, ge=64)
-    """Address-space cap for every Lean process, in MiB."""
+    memory_mb: int = Field(8192, ge=64)
+    """Cap on the summed resident memory of all of a grade's processes, in MiB (watched live)."""
+    max_processes: int = Field(64, ge=2)
+    """Most processes a grade may have alive at once (a fork bomb kills the grade)."""
+    max_disk_mb: int = Field(4096, ge=16)
+    """Cap on the grade's package directory plus its sandbox /tmp together, in MiB."""
     max_file_mb: int = Field(1024, ge=1)
     """Largest file a Lean process may write, in MiB (a bigger write kills the process)."""
     max_concurrent: int | None = Field(None, ge=1)
     """How many grades may run Lean at once in this process (default: the number of cores)."""
-    sandbox: SandboxMode = "auto"
-    """Run Lean under bubblewrap: `auto` when bwrap works, `on` to require it, `off` to never use it."""
+    sandbox: SandboxMode = "on"
+    """Run Lean under bubblewrap: `on` requires it, `off` runs untrusted code unsandboxed, `auto`
+    uses it when it works."""
     cache_dir: Path | None = None
     """Where prebuilt Network/Weights packages are kept (default: ~/.cache/lean-mod-add-proof)."""
     toolchain_dir: Path | None = None
-    """The toolchain directory holding bin/lake (default: the pinned toolchain under ~/.elan)."""
+    """The toolchain directory holding bin/lean (default: the pinned toolchain under ~/.elan)."""
     output_cap_bytes: int = Field(1 << 20, ge=1024)
     """Most bytes of output read from one command; the rest is discarded (the command goes on)."""
     tail_chars: int = Field(4000, ge=0)
     """How many characters of each command's output are kept on the result."""
+
+
+class GraderConfig(GraderSettings):
+    """How a submission is graded (immutable; unknown fields are an error)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class CommandRecord(BaseModel):
@@ -52,7 +65,9 @@ class CommandRecord(BaseModel):
     stage: Stage
     argv: list[str]
     exit_code: int | None
-    """None when the command was killed (deadline or cancellation)."""
+    """None when the command was killed (deadline, cancellation or a per-grade cap)."""
+    signal: int | None = None
+    """The signal that ended the command, reported the same with and without the sandbox."""
     seconds: float
     output_tail: str
     output_bytes: int
@@ -60,38 +75,86 @@ class CommandRecord(BaseModel):
 
 
 class GradeResult(BaseModel):
-    """Everything a grade found out. JSON-serialisable; stored as trace.info["lean_grader"]."""
+    """Everything a grade found out. JSON-serialisable; stored as trace.info["lean_grader"].
 
-    reward: float = 0.0
-    accepted: bool = False
+    The verdict is derived, never set by hand: a grade is accepted exactly when it reached the
+    last stage and no stage failed, and a stage passed exactly when it ran before the failed one
+    (or the grade was accepted)."""
+
     stage_reached: Stage = "extract"
     """The last stage that started."""
     failed_stage: Stage | None = None
+    judged: bool = True
+    """False when no verdict about the submission was reached (no toolchain, sandbox unusable,
+    self-test failed, the trusted files did not build, cache or I/O failure, internal error).
+    Such a grade is "could not judge", never a rejection: its reward must not be trained on."""
     reason: str = ""
     """One line for a human: why it failed, or that it passed."""
     task_id: str = ""
     theorem: str = ""
-    guard_passed: bool = False
-    build_passed: bool = False
-    leanchecker_passed: bool = False
-    statement_passed: bool = False
-    axioms_passed: bool = False
+    guard_skipped: bool = False
+    """True only in tests that bypass the guard on purpose."""
     axioms: list[str] | None = None
-    """Axioms of the required theorem, as Lean printed them (None if never read)."""
+    """Axioms of the required theorem, from the trusted walk (None if never computed)."""
     check_axioms: list[str] | None = None
-    """Axioms of the grader's check theorem."""
+    """Axioms of the grader's kernel-checked statement theorem."""
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     grader_seconds: float = 0.0
+    queued_seconds: float = 0.0
+    """Time spent waiting for a concurrency slot (not toolchain time)."""
     commands: list[CommandRecord] = Field(default_factory=list)
     sandboxed: bool = False
     cache: Literal["hit", "built", "off", "unused"] = "unused"
     package_dir: str | None = None
     """Set when the package directory was kept."""
     toolchain: str | None = None
+    peak_memory_mb: int = 0
+    """Largest summed resident memory seen over the grade's commands, in MiB."""
+
+    def _passed(self, stage: Stage) -> bool:
+        if self.failed_stage is None:
+            return self.accepted
+        return STAGES.index(stage) < STAGES.index(self.failed_stage)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def accepted(self) -> bool:
+        return self.judged and self.failed_stage is None and self.stage_reached == STAGES[-1]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reward(self) -> float:
+        return 1.0 if self.accepted else 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def guard_passed(self) -> bool:
+        return self._passed("guard") and not self.guard_skipped
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def build_passed(self) -> bool:
+        return self._passed("build")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def leanchecker_passed(self) -> bool:
+        return self._passed("leanchecker")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def statement_passed(self) -> bool:
+        return self._passed("statement")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def axioms_passed(self) -> bool:
+        return self._passed("axioms")
 
     def stage_flags(self) -> dict[str, float]:
-        """The five stage booleans and grader_seconds, as metric values."""
+        """The five stage booleans, judged and grader_seconds, as metric values."""
         return {
+            "judged": float(self.judged),
             "guard_passed": float(self.guard_passed),
             "build_passed": float(self.build_passed),
             "leanchecker_passed": float(self.leanchecker_passed),

@@ -48,10 +48,19 @@ def bwrap_argv(
     package_dir: Path,
     readonly_files: Sequence[Path],
     env: Mapping[str, str],
+    tmp_dir: Path | None = None,
 ) -> list[str]:
-    """The bwrap prefix for one command (pure). Order matters: later mounts cover earlier ones,
-    so /tmp is a fresh tmpfs first, then the package directory (often under /tmp) is bound
-    writable over it, then the trusted files read-only over that.
+    """The bwrap prefix for one command (pure).
+
+    /tmp is `tmp_dir` from the host, bound writable (the grade's own tmp directory, so what the
+    command puts in /tmp is on disk, inside the grade directory, and counts towards the disk
+    cap), or a fresh tmpfs when `tmp_dir` is None (only the probe: a tmpfs is unbounded RAM).
+
+    Order matters: later mounts cover earlier ones, so /tmp comes first, then the toolchain and
+    the package directory (either may live under the host's /tmp) are bound over it, then the
+    trusted files read-only over that. A mount point under /tmp that does not exist there is
+    created by bwrap, so binding the package at e.g. /tmp/w/grade/package leaves the empty
+    directories w/grade/package in `tmp_dir` on the host.
 
     No `--new-session`: it calls setsid(), which would take the command out of the process group
     the grader kills. `--die-with-parent` plus the PID namespace (torn down when its init exits)
@@ -71,7 +80,11 @@ def bwrap_argv(
             argv += ["--symlink", entry.symlink_target, entry.path]
         else:
             argv += ["--ro-bind", entry.path, entry.path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    if tmp_dir is not None:
+        argv += ["--bind", str(tmp_dir), "/tmp"]
+    else:
+        argv += ["--tmpfs", "/tmp"]
     if toolchain_dir is not None:
         argv += ["--ro-bind", str(toolchain_dir), str(toolchain_dir)]
     argv += ["--bind", str(package_dir), str(package_dir)]

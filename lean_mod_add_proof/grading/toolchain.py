@@ -1,7 +1,8 @@
 """Finding the pinned Lean toolchain on this machine.
 
-The grader calls `<toolchain>/bin/lake` directly (never elan's proxy): inside the sandbox there is
-no elan, no network and no way to download a toolchain, and a proxy could silently pick another one.
+The grader calls `<toolchain>/bin/lean` directly (never elan's proxy, and never Lake): inside the
+sandbox there is no elan, no network and no way to download a toolchain, and a proxy could
+silently pick another one. Only `bin/lean` and the toolchain's `lib/lean` are required.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_mod_add_proof.constants import LEAN_TOOLCHAIN, LEAN_VERSION
+from lean_mod_add_proof.grading.lean_names import LEAN_TOOLCHAIN, LEAN_VERSION
 
-#: Environment variable naming the toolchain directory (the one holding bin/lake).
+#: Environment variable naming the toolchain directory (the one holding bin/lean).
 TOOLCHAIN_ENV = "LEAN_MOD_ADD_PROOF_TOOLCHAIN"
 
 #: elan's directory name for `leanprover/lean4:v4.35.0-rc2`: '/' becomes '--' and ':' becomes '---'
@@ -38,9 +39,7 @@ class Toolchain:
     """A toolchain directory whose `lean --version` reported the pinned version."""
 
     dir: Path
-    lake: Path
     lean: Path
-    leanchecker: Path
     version: str
     """The first line of `lean --version`."""
     source: str = ""
@@ -89,10 +88,12 @@ def _probe_dir(directory: Path, source: str) -> Toolchain | ToolchainMissing:
         root = directory.expanduser().resolve(strict=True)
     except OSError:
         return ToolchainMissing(f"{directory} ({source}) does not exist")
-    bins = {name: root / "bin" / name for name in ("lake", "lean", "leanchecker")}
+    bins = {"lean": root / "bin" / "lean"}
     missing = [n for n, p in bins.items() if not (p.is_file() and os.access(p, os.X_OK))]
     if missing:
         return ToolchainMissing(f"{root} ({source}) has no executable bin/{', bin/'.join(missing)}")
+    if not (root / "lib" / "lean").is_dir():
+        return ToolchainMissing(f"{root} ({source}) has no lib/lean (the core library)")
     key = str(root)
     mtime = bins["lean"].stat().st_mtime
     with _probe_lock:
@@ -115,7 +116,7 @@ def _probe_dir(directory: Path, source: str) -> Toolchain | ToolchainMissing:
     first_line = output.splitlines()[0] if output else ""
     found: Toolchain | ToolchainMissing
     if ok and version_matches(output):
-        found = Toolchain(root, bins["lake"], bins["lean"], bins["leanchecker"], first_line, source)
+        found = Toolchain(root, bins["lean"], first_line, source)
     else:
         found = ToolchainMissing(
             f"{root} ({source}): `lean --version` gave {first_line!r}, not version {LEAN_VERSION}"
@@ -133,7 +134,7 @@ def _elan_binary(env: dict[str, str] | os._Environ[str]) -> str | None:
 
 
 def _elan_which(env: dict[str, str] | os._Environ[str]) -> Path | None:
-    """Ask elan where the pinned lake lives, but only if elan lists the toolchain as installed:
+    """Ask elan where the pinned lean lives, but only if elan lists the toolchain as installed:
     `elan which` may otherwise download it (elan issue #210 shows first use downloading)."""
     elan = _elan_binary(env)
     if elan is None:
@@ -151,7 +152,7 @@ def _elan_which(env: dict[str, str] | os._Environ[str]) -> Path | None:
         with tempfile.TemporaryDirectory(prefix="lean-mod-add-proof-which-") as tmp:
             Path(tmp, "lean-toolchain").write_text(LEAN_TOOLCHAIN + "\n", encoding="utf-8")
             done = subprocess.run(
-                [elan, "which", "lake"],
+                [elan, "which", "lean"],
                 cwd=tmp,
                 capture_output=True,
                 text=True,
@@ -181,7 +182,7 @@ def locate_toolchain(
     if not explicit:
         which = _elan_which(env)
         if which is not None:
-            found = _probe_dir(which, "elan which lake")
+            found = _probe_dir(which, "elan which lean")
             if isinstance(found, Toolchain):
                 return found
             tried.append(found.reason)

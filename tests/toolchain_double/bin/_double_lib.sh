@@ -1,4 +1,4 @@
-# Shared helpers of the toolchain double (sourced by bin/lake, bin/lean, bin/leanchecker).
+# Shared helpers of the toolchain double (sourced by bin/lean).
 # TEST DOUBLE: this is not Lean and decides nothing about proofs.
 
 # directives FILE KIND: print "<verb> <args>" for every line "-- double: KIND <verb> <args>" in FILE.
@@ -7,21 +7,32 @@ directives() {
     sed -n "s/^-- double: $2 //p" "$1"
 }
 
-olean_dir=.lake/build/lib/lean/LeanCheckedNetwork
-
-# fake_outputs MODULE: write what Lake would write for one module (contents derived from the source).
-fake_outputs() {
-    mkdir -p "$olean_dir" .lake/build/ir/LeanCheckedNetwork || return 1
-    digest=$(sha256sum "LeanCheckedNetwork/$1.lean" | cut -d' ' -f1) || return 1
-    printf 'double-olean %s %s\n' "$1" "$digest" > "$olean_dir/$1.olean" &&
-    printf 'double-ilean %s %s\n' "$1" "$digest" > "$olean_dir/$1.ilean" &&
-    printf '{"double-trace":"%s"}\n' "$digest" > "$olean_dir/$1.trace" &&
-    printf '/* double C for %s */\n' "$1" > ".lake/build/ir/LeanCheckedNetwork/$1.c"
+# json_escape TEXT: TEXT as the inside of a JSON string (backslash, quote; no control characters).
+json_escape() {
+    printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr '\n\t' '  '
 }
 
-# up_to_date MODULE: the fake olean exists and matches the current source.
-up_to_date() {
-    [ -f "$olean_dir/$1.olean" ] || return 1
-    digest=$(sha256sum "LeanCheckedNetwork/$1.lean" | cut -d' ' -f1)
-    grep -q "$digest" "$olean_dir/$1.olean"
+# msg SEVERITY LINE FILE DATA: one `lean --json` message (a flattened SerialMessage, as
+# lean4 src/Lean/Message.lean derives it: fileName, pos, endPos, severity, caption, data, ...).
+msg() {
+    printf '{"fileName":"%s","pos":{"line":%s,"column":0},"endPos":null,"keepFullRange":false,"severity":"%s","isSilent":false,"caption":"","data":"%s","kind":"[anonymous]"}\n' \
+        "$(json_escape "$3")" "$2" "$1" "$(json_escape "$4")"
+}
+
+# resolve MODULE: the .olean real Lean would load for MODULE, or nothing. Like `findWithExt`
+# (lean4 src/Lean/Util/Path.lean): the FIRST search-path entry holding the module's root
+# directory or root .olean decides; the file under it must then exist.
+resolve() {
+    root=${1%%.*}
+    rel=$(printf '%s' "$1" | tr . /)
+    old_ifs=$IFS
+    IFS=:
+    for entry in $LEAN_PATH; do
+        if [ -d "$entry/$root" ] || [ -f "$entry/$root.olean" ]; then
+            IFS=$old_ifs
+            [ -f "$entry/$rel.olean" ] && printf '%s\n' "$entry/$rel.olean"
+            return 0
+        fi
+    done
+    IFS=$old_ifs
 }

@@ -1,0 +1,146 @@
+"""Sub-command `calibrate`: grade the reference proof of each task on the real toolchain and
+record what it cost (seconds per stage, the judge's kernel replay time, peak resident memory), so
+that `timeout_s` and `memory_mb` can be set from measurements instead of guesses."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from lean_mod_add_proof.cli.settings import (
+    EXIT_NOT_JUDGED,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    add_grader_flags,
+    config_from_args,
+)
+from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
+
+
+def pick(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:
+    """The tasks to calibrate, smallest kernel work first (pure)."""
+    chosen = [
+        r
+        for r in records
+        if (split == "all" or r.split == split)
+        and (max_p is None or r.p <= max_p)
+        and (not ids or r.id in ids)
+    ]
+    return sorted(chosen, key=lambda r: (r.kernel_mul_adds, r.id))
+
+
+def timing_row(record: TaskRecord, result: Any) -> dict[str, Any]:
+    """One task's measurements from its GradeResult (pure)."""
+    judge = [c.seconds for c in result.commands if c.stage == "leanchecker"]
+    return {
+        "task": record.id,
+        "p": record.p,
+        "hidden": record.hidden,
+        "kernel_mul_adds": record.kernel_mul_adds,
+        "accepted": result.accepted,
+        "judged": result.judged,
+        "reason": result.reason,
+        "stage_seconds": result.stage_seconds,
+        "kernel_replay_seconds": judge[-1] if judge else None,
+        "peak_memory_mb": result.peak_memory_mb,
+        "grader_seconds": result.grader_seconds,
+        "cache": result.cache,
+    }
+
+
+async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, progress: Any) -> list[dict]:
+    from lean_mod_add_proof.cli.grading import grade_task_for
+    from lean_mod_add_proof.constants import reference_submission
+    from lean_mod_add_proof.grading.pipeline import grade
+
+    rows = []
+    job = progress.add_task("calibrating", total=len(records))
+    for record in records:
+        progress.update(job, description=f"{record.id} (p={record.p}, H={record.hidden})")
+        result = await grade(reference_submission(record.p), grade_task_for(record.id, tasks_dir), config)
+        rows.append(timing_row(record, result))
+        progress.advance(job)
+        if not result.judged:
+            break  # nothing will be judged on this machine: say so now
+    return rows
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from lean_mod_add_proof.grading import toolchain
+
+    console = Console()
+    try:
+        config = config_from_args(args)
+        records = pick(load_tasks(args.tasks_dir), args.split, args.max_p, args.task)
+    except (ValueError, TaskSetError) as exc:
+        console.print(f"[red]calibrate:[/] {exc}", highlight=False)
+        return EXIT_USAGE
+    if not records:
+        console.print("[red]calibrate:[/] no task matches", highlight=False)
+        return EXIT_USAGE
+    found = toolchain.locate_toolchain(config.toolchain_dir)
+    if not isinstance(found, toolchain.Toolchain):
+        console.print(
+            f"[yellow]calibrate: no Lean toolchain, nothing measured:[/] {found.reason}", highlight=False
+        )
+        console.print(f"Install it with `{toolchain.INSTALL_FIX}`, then run calibrate again.")
+        return EXIT_NOT_JUDGED
+    with Progress(console=console, transient=True) as progress:
+        rows = asyncio.run(_calibrate(records, args.tasks_dir, config, progress))
+    table = Table(title=f"reference proofs on {found.version}")
+    for column in ("task", "mul-adds", "verdict", "build s", "replay s", "total s", "peak MiB"):
+        table.add_column(column, justify="right" if column not in ("task", "verdict") else "left")
+    for row in rows:
+        verdict = "accepted" if row["accepted"] else ("REJECTED" if row["judged"] else "NOT JUDGED")
+        replay = row["kernel_replay_seconds"]
+        table.add_row(
+            row["task"],
+            f"{row['kernel_mul_adds']:,}",
+            verdict,
+            f"{row['stage_seconds'].get('build', 0):.1f}",
+            "-" if replay is None else f"{replay:.1f}",
+            f"{row['grader_seconds']:.1f}",
+            str(row["peak_memory_mb"]),
+        )
+    console.print(table)
+    payload = {"toolchain": found.version, "settings": config.model_dump(mode="json"), "tasks": rows}
+    if args.out is not None:
+        args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        console.print(f"wrote {args.out}", highlight=False)
+    if any(not r["judged"] for r in rows):
+        console.print(f"[yellow]could not judge:[/] {rows[-1]['reason']}", highlight=False)
+        return EXIT_NOT_JUDGED
+    if all(r["accepted"] for r in rows):
+        worst = max(rows, key=lambda r: r["grader_seconds"])
+        console.print(
+            f"Largest: {worst['task']} took {worst['grader_seconds']:.1f} s and "
+            f"{worst['peak_memory_mb']} MiB. Set timeout_s and memory_mb with headroom above the "
+            "largest task you grade (README, Calibration).",
+            highlight=False,
+        )
+        return EXIT_OK
+    return EXIT_REJECTED
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser(
+        "calibrate",
+        help="grade each task's reference proof on the real toolchain and record time and memory",
+        description="Exit 0: every reference proof accepted; 1: some rejected; 3: could not judge "
+        "(for example no toolchain); 2: usage error.",
+    )
+    p.add_argument("--split", choices=("train", "eval", "all"), default="all")
+    p.add_argument("--max-p", type=int, default=None)
+    p.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
+    p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    p.add_argument("--out", type=Path, default=None, help="write the measurements as JSON here")
+    add_grader_flags(p)
+    p.set_defaults(handler=cmd_calibrate)

@@ -1,0 +1,226 @@
+"""Sub-command `doctor`: can this machine grade for real? With `--selftest`, run the canaries on
+the real toolchain now and show what each got."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_mod_add_proof.cli.settings import (
+    EXIT_NOT_JUDGED,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    add_grader_flags,
+    config_from_args,
+)
+from lean_mod_add_proof.grading.result import GraderConfig
+
+#: What each sandbox mode means in force, for the report.
+SANDBOX_IN_FORCE = {"on": "required", "auto": "used where it works", "off": "never used"}
+SANDBOX_FIX = (
+    "install bubblewrap (`apt-get install bubblewrap`) and allow unprivileged user namespaces; or "
+    "set --sandbox off (vf-eval: --env.taskset.task.sandbox off) to accept running untrusted code "
+    "unsandboxed"
+)
+#: Said plainly wherever the sandbox is off: what the process handling cannot promise alone.
+UNSANDBOXED_LIMIT = (
+    "without the sandbox, build-time code runs with this user's rights, and a process that leaves "
+    "both the process group and the tracked process tree between two polls can outlive the grade"
+)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def _version_of(binary: Path, flag: str = "--version") -> str:
+    try:
+        done = subprocess.run(
+            [str(binary), flag],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"({type(exc).__name__})"
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0] if lines else f"(exit {done.returncode})"
+
+
+def doctor_checks(config: GraderConfig) -> list[Check]:
+    from lean_mod_add_proof.grading import cache, process, sandbox, toolchain
+    from lean_mod_add_proof.grading.toolchain import ELAN_FIX, INSTALL_FIX
+
+    checks: list[Check] = []
+    elan = toolchain.elan_home() / "bin" / "elan"
+    elan_path = str(elan) if elan.is_file() else shutil.which("elan")
+    checks.append(
+        Check(
+            "elan",
+            elan_path is not None,
+            f"{elan_path}: {_version_of(Path(elan_path))}" if elan_path else "not found",
+            f"`{INSTALL_FIX}`",
+            required=False,  # the grader calls the toolchain's binaries directly
+        )
+    )
+    found = toolchain.locate_toolchain(config.toolchain_dir)
+    if isinstance(found, toolchain.Toolchain):
+        checks.append(Check("lean", True, f"{found.lean}: {found.version}"))
+        checks.append(Check("core library", True, str(found.dir / "lib" / "lean")))
+        checks.append(Check("toolchain dir", True, f"{found.dir} (found via {found.source})"))
+    else:
+        checks.append(Check("Lean toolchain", False, found.reason, f"`{INSTALL_FIX}` or `{ELAN_FIX}`"))
+    mode = config.sandbox
+    probe = sandbox.probe_sandbox(refresh=True)
+    in_force = SANDBOX_IN_FORCE[mode]
+    used = mode != "off" and probe.available
+    detail = (
+        f"sandbox={mode} ({in_force}); {probe.reason}; grades run {'sandboxed' if used else 'UNSANDBOXED'}"
+    )
+    if not used:
+        detail += f" ({UNSANDBOXED_LIMIT})"
+    if mode == "on" and not probe.available:
+        detail += "; every grade is could-not-judge until this is fixed"
+    checks.append(Check("sandbox (bwrap)", probe.available or mode == "off", detail, SANDBOX_FIX))
+    prlimit = process.find_prlimit()
+    checks.append(
+        Check(
+            "prlimit",
+            prlimit is not None,
+            prlimit or "not found",
+            "install util-linux (`apt-get install util-linux`)",
+        )
+    )
+    checks.append(
+        Check(
+            "limits per grade",
+            True,
+            f"memory {config.memory_mb} MiB (summed RSS, watched), {config.max_processes} processes, "
+            f"disk {config.max_disk_mb} MiB, files {config.max_file_mb} MiB, {config.timeout_s:g} s",
+        )
+    )
+    root = (config.cache_dir or cache.DEFAULT_CACHE_DIR).expanduser()
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        writable = os.access(root, os.W_OK)
+        detail = str(root) if writable else f"{root} is not writable"
+    except OSError as exc:
+        writable, detail = False, f"{root}: {exc.strerror or exc}"
+    checks.append(
+        Check(
+            "cache dir",
+            writable,
+            detail,
+            "set --cache-dir (vf-eval: --env.taskset.task.cache-dir) to a writable directory",
+            required=False,  # without it each grade prebuilds Network/Weights itself
+        )
+    )
+    return checks
+
+
+def _print_checks(checks: list[Check], ready: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="lean-mod-add-proof grader: can this machine grade for real?")
+    for column in ("check", "ok", "detail", "fix"):
+        table.add_column(column, overflow="fold")
+    for c in checks:
+        mark = "[green]yes[/]" if c.ok else ("[red]NO[/]" if c.required else "[yellow]no[/]")
+        table.add_row(c.name, mark, c.detail, "" if c.ok else c.fix)
+    console = Console()
+    console.print(table)
+    if ready:
+        # Say which toolchain is ready: a test double passes these checks too, and it is not Lean.
+        lean = next((c.detail for c in checks if c.name == "lean"), "the located toolchain")
+        console.print(f"[bold green]Ready:[/] the grader can run here with {lean}.")
+        console.print("Run `lean-mod-add-proof doctor --selftest` to see it prove itself on the canaries.")
+    else:
+        console.print(
+            "[bold red]Not ready:[/] every grade is could-not-judge until the items marked NO are fixed."
+        )
+
+
+def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
+    """Run the canaries now (nothing remembered is reused). Exit 0 passed, 3 failed or no Lean."""
+    from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
+    from lean_mod_add_proof.grading import toolchain
+    from lean_mod_add_proof.grading.selftest import run_selftest
+
+    found = toolchain.locate_toolchain(config.toolchain_dir)
+    if not isinstance(found, toolchain.Toolchain):
+        return EXIT_NOT_JUDGED, {"passed": False, "reason": f"no toolchain: {found.reason}", "canaries": []}
+    network = NETWORK_LEAN_PATH.read_text(encoding="utf-8")
+    report = asyncio.run(run_selftest(found, config, network))
+    return (EXIT_OK if report.passed else EXIT_NOT_JUDGED), {
+        "toolchain": found.version,
+        **report.model_dump(mode="json"),
+    }
+
+
+def _print_selftest(report: dict[str, object]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"self-test on {report.get('toolchain', 'no toolchain')}")
+    for column in ("canary", "expected", "got", "ok", "s"):
+        table.add_column(column, overflow="fold")
+    for c in report["canaries"]:  # type: ignore[union-attr]
+        mark = "[green]yes[/]" if c["passed"] else "[red]NO[/]"
+        table.add_row(c["name"], c["expected"], c["got"], mark, f"{c['seconds']:.1f}")
+    console.print(table)
+    if report["passed"]:
+        console.print("[bold green]Self-test passed:[/] this toolchain's verdicts count.")
+    else:
+        console.print(f"[bold red]Self-test failed:[/] {report['reason']}")
+        console.print("Every grade is could-not-judge on this toolchain until the self-test passes.")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        print(f"doctor: bad setting: {exc}")
+        return EXIT_USAGE
+    if args.selftest:
+        code, report = run_selftest_report(config)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            _print_selftest(report)
+        return code
+    checks = doctor_checks(config)
+    ready = all(c.ok for c in checks if c.required)
+    if args.json:
+        print(json.dumps({"ready": ready, "checks": [c.__dict__ for c in checks]}, indent=2))
+    else:
+        _print_checks(checks, ready)
+    return EXIT_OK if ready else EXIT_REJECTED
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser(
+        "doctor",
+        help="check the toolchain, sandbox, limits and cache the grader needs (--selftest: run the canaries)",
+        description="Exit 0 only if the grader can run Lean for real on this machine. With --selftest: "
+        "0 if every canary got its expected verdict, 3 otherwise (or without a toolchain).",
+    )
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--selftest", action="store_true", help="grade the canaries now and print a table")
+    add_grader_flags(p)
+    p.set_defaults(handler=cmd_doctor)

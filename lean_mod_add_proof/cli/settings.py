@@ -1,0 +1,80 @@
+"""Command-line flags for the grader settings, built from `GraderSettings` (each setting is defined
+once: name, type, default, bounds and help all come from there), and one clear error for a bad
+value that names the flag."""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_NOT_JUDGED = 0, 1, 2, 3
+
+
+def flag_name(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _base_type(annotation: Any) -> Any:
+    """`X | None` -> X (pure)."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else str
+    return annotation
+
+
+def add_grader_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """One flag per grader setting. Values are validated by GraderConfig, not by argparse, so a
+    bad value gets the same message here as everywhere else (see `config_from_args`)."""
+    group = parser.add_argument_group("grader settings")
+    for name, field in GraderSettings.model_fields.items():
+        if name in skip:
+            continue
+        kind = _base_type(field.annotation)
+        default = field.default
+        help_text = (field.description or "").replace("%", "%%")
+        if kind is bool:
+            group.add_argument(flag_name(name), dest=name, action="store_true", default=None, help=help_text)
+            continue
+        if typing.get_origin(kind) is Literal:
+            choices = typing.get_args(kind)
+            help_text += f" (default: {default})"
+            group.add_argument(flag_name(name), dest=name, choices=choices, default=None, help=help_text)
+            continue
+        metavar = {int: "N", float: "SECONDS" if name.endswith("_s") else "X", Path: "DIR"}.get(kind, "VALUE")
+        if default is not None:
+            help_text += f" (default: {default})"
+        group.add_argument(flag_name(name), dest=name, metavar=metavar, default=None, help=help_text)
+
+
+def config_error(exc: ValidationError) -> str:
+    """A one-line message per bad setting, naming its flag, without pydantic's boilerplate."""
+    parts = []
+    for error in exc.errors():
+        loc = error.get("loc") or ()
+        field = str(loc[0]) if loc else "?"
+        message = str(error.get("msg", "invalid value"))
+        given = error.get("input")
+        parts.append(f"{flag_name(field)} {given!r}: {message[0].lower() + message[1:]}")
+    return "; ".join(parts)
+
+
+def config_from_args(args: argparse.Namespace, **fixed: Any) -> GraderConfig:
+    """The GraderConfig the flags describe; ValueError with `config_error`'s message if a value
+    is out of bounds or of the wrong kind."""
+    values = {
+        name: getattr(args, name)
+        for name in GraderSettings.model_fields
+        if getattr(args, name, None) is not None
+    }
+    values.update(fixed)
+    try:
+        return GraderConfig(**values)
+    except ValidationError as exc:
+        raise ValueError(config_error(exc)) from None

@@ -1,0 +1,236 @@
+/-
+The trusted judge of lean-mod-add-proof: kernel replay, statement check and axiom walk in one
+process, run by the grader after the untrusted build as
+
+  lean --run Judge.lean --olean submission/Submission.olean --lib lib --toolchain-lib DIR
+    --theorem T --spec S --check C --allow-import M ... --require-import M
+
+from a fresh directory that holds only this file, byte-verified copies of the trusted
+Network/Weights oleans under `lib/`, and the submission's olean under `submission/` (which is not
+on any search path). It prints exactly one line `{"judge":1,"verdict":...}` and exits 0 whenever
+it reached a verdict about the submission; any other ending means "no verdict", never "accepted".
+
+Why it can be trusted (every API below is cited; sources read from leanprover/lean4, newest
+stored copies, not pinned to v4.35.0-rc2: the grader's self-test runs this file on the real
+toolchain before any grade and fails closed if it does not behave):
+
+* The submission is never imported, so none of its code (initializers, `[init]`, environment
+  extensions) runs here. Its module data is read the way leanchecker reads it
+  (`readModuleDataParts`, src/Lean/Environment.lean; `replayFromImports`, src/LeanChecker.lean).
+* The environment it is replayed into comes from `importModules` of the trusted modules only
+  (`Init`, Network, Weights), with `loadExts := false` (the default), so no extension or
+  initializer of any module runs (src/Lean/Environment.lean `importModules` docstring). The search
+  path is set here explicitly: the toolchain library first, then `lib/`
+  (`searchPathRef`, src/Lean/Util/Path.lean).
+* Every constant the submission declares goes through the kernel
+  (`Lean.Kernel.Environment.replay`, src/Lean/Replay.lean, as leanchecker does;
+  `addDeclCore` with 0 heartbeats = no limit). Replay skips `unsafe` and `partial` constants; a
+  kernel-checked constant cannot refer to a skipped one (it would be an unknown constant).
+* The statement check is the kernel's own: it adds `theorem C : S := T` with
+  `Kernel.Environment.addDeclCore` (src/Lean/Environment.lean), so T's type must be
+  definitionally equal to S. No elaborator runs, so no coercion or instance of the submission
+  can be inserted.
+* Axioms are found by walking constant types and values in the replayed kernel environment, not
+  from axiom sets cached in any olean (lean4 #13117 caches them; #15226 shows they can be wrong).
+
+The olean format itself is trusted by `readModuleDataParts`; a crafted olean needs code
+execution at build time, which the guard and the sandbox exist to stop.
+-/
+import Lean
+-- Not assumed to come with `import Lean`: the replay and the constant fold, imported by name as
+-- other replay tools do.
+import Lean.Replay
+import Lean.Util.FoldConsts
+
+open Lean
+
+namespace LeanModAddProofJudge
+
+structure Args where
+  olean : System.FilePath := ⟨""⟩
+  lib : System.FilePath := ⟨""⟩
+  toolchainLib : System.FilePath := ⟨""⟩
+  thm : Name := .anonymous
+  spec : Name := .anonymous
+  check : Name := .anonymous
+  allowed : Array Name := #[]
+  required : Array Name := #[]
+
+/-- `--flag value` pairs; an unknown flag is an error (no verdict). `String.toName` splits on
+dots (src/Init/Meta.lean), as leanchecker reads module names (src/LeanChecker.lean). -/
+partial def parseArgs (acc : Args) : List String → IO Args
+  | [] => pure acc
+  | [flag] => throw <| IO.userError s!"judge: {flag} needs a value"
+  | flag :: value :: rest => do
+    let next ← match flag with
+      | "--olean" => pure { acc with olean := ⟨value⟩ }
+      | "--lib" => pure { acc with lib := ⟨value⟩ }
+      | "--toolchain-lib" => pure { acc with toolchainLib := ⟨value⟩ }
+      | "--theorem" => pure { acc with thm := value.toName }
+      | "--spec" => pure { acc with spec := value.toName }
+      | "--check" => pure { acc with check := value.toName }
+      | "--allow-import" => pure { acc with allowed := acc.allowed.push value.toName }
+      | "--require-import" => pure { acc with required := acc.required.push value.toName }
+      | _ => throw <| IO.userError s!"judge: unknown argument {flag}"
+    parseArgs next rest
+
+structure Report where
+  verdict : String := "ok"
+  reason : String := ""
+  imports : Array Name := #[]
+  replayed : Nat := 0
+  theoremKind : String := ""
+  axioms : Array Name := #[]
+  checkAxioms : Array Name := #[]
+
+/-- Names are printed escaped (`Name.toString` with its default `escape := true`,
+src/Init/Meta.lean), so an axiom whose single component is the string "Classical.choice" prints
+as `«Classical.choice»` and can never pass for `Classical.choice`. -/
+def names (ns : Array Name) : Json :=
+  Json.arr (ns.map fun n => Json.str n.toString)
+
+/-- The one verdict line (`Json.mkObj`, `Json.compress`: src/Lean/Data/Json/Basic.lean and
+Printer.lean). -/
+def Report.line (r : Report) : String :=
+  (Json.mkObj [
+    ("judge", toJson (1 : Nat)),
+    ("verdict", Json.str r.verdict),
+    ("reason", Json.str r.reason),
+    ("imports", names r.imports),
+    ("replayed", toJson r.replayed),
+    ("theorem_kind", Json.str r.theoremKind),
+    ("axioms", names r.axioms),
+    ("check_axioms", names r.checkAxioms)
+  ]).compress
+
+def kindOf : ConstantInfo → String
+  | .axiomInfo _ => "axiom"
+  | .defnInfo _ => "def"
+  | .thmInfo _ => "theorem"
+  | .opaqueInfo _ => "opaque"
+  | .quotInfo _ => "quot"
+  | .inductInfo _ => "inductive"
+  | .ctorInfo _ => "constructor"
+  | .recInfo _ => "recursor"
+
+/-- Every constant a constant's type and value mention (`Expr.getUsedConstants`,
+src/Lean/Util/FoldConsts.lean). A superset of what `CollectAxioms` visits
+(src/Lean/Util/CollectAxioms.lean): types everywhere, values of definitions, theorems and opaques,
+constructors of inductives, the inductive of a constructor and the rules of a recursor. -/
+def refs : ConstantInfo → Array Name
+  | .axiomInfo v => v.type.getUsedConstants
+  | .defnInfo v => v.type.getUsedConstants ++ v.value.getUsedConstants
+  | .thmInfo v => v.type.getUsedConstants ++ v.value.getUsedConstants
+  | .opaqueInfo v => v.type.getUsedConstants ++ v.value.getUsedConstants
+  | .quotInfo v => v.type.getUsedConstants
+  | .inductInfo v => v.type.getUsedConstants ++ v.ctors.toArray
+  | .ctorInfo v => v.type.getUsedConstants.push v.induct
+  | .recInfo v => v.rules.foldl (fun acc r => acc ++ r.rhs.getUsedConstants) v.type.getUsedConstants
+
+/-- The axioms `root` depends on, by walking the kernel environment (`Kernel.Environment.find?`,
+src/Lean/Environment.lean). `.error n`: `n` is referenced but absent, which a kernel-checked
+environment cannot produce, so the caller treats it as "no verdict". -/
+def axiomsOf (env : Kernel.Environment) (root : Name) : Except Name (Array Name) := Id.run do
+  let mut seen : NameSet := {}
+  let mut stack : Array Name := #[root]
+  let mut found : Array Name := #[]
+  while !stack.isEmpty do
+    let n := stack.back!
+    stack := stack.pop
+    if seen.contains n then continue
+    seen := seen.insert n
+    match env.find? n with
+    | none => return .error n
+    | some ci =>
+      if let .axiomInfo _ := ci then found := found.push n
+      stack := stack ++ refs ci
+  return .ok found
+
+/-- The olean and, when the build wrote them, the module system's further parts, in the order
+leanchecker passes them (src/LeanChecker.lean `replayFromImports`; part names from `OLeanLevel`,
+src/Lean/Environment.lean). -/
+def oleanParts (olean : System.FilePath) : IO (Array System.FilePath) := do
+  let mut files := #[olean]
+  let server : System.FilePath := ⟨olean.toString ++ ".server"⟩
+  if ← server.pathExists then
+    files := files.push server
+    let priv : System.FilePath := ⟨olean.toString ++ ".private"⟩
+    if ← priv.pathExists then
+      files := files.push priv
+  return files
+
+def kernelMessage (ex : Kernel.Exception) : IO String :=
+  (ex.toMessageData {}).toString
+
+/-- The verdict. Written with statement-level `try`/`match` and mutable variables only, the most
+conservative do-notation forms, so that each early `return` is unambiguously the function's. -/
+def judge (a : Args) : IO Report := do
+  let mut r : Report := {}
+  -- 1. The submission's module data, read without importing it.
+  let mut parts : Array (ModuleData × CompactedRegion) := #[]
+  try
+    parts ← readModuleDataParts (← oleanParts a.olean)
+  catch e =>
+    return { r with verdict := "replay", reason := s!"unreadable olean: {e}" }
+  let some (first, _) := parts[0]?
+    | return { r with verdict := "replay", reason := "the olean holds no module data" }
+  let some (mostPrivate, _) := parts[parts.size - 1]?
+    | return { r with verdict := "replay", reason := "the olean holds no module data" }
+  -- 2. Imports: only the allowed modules, and the required one.
+  let imported := first.imports.map (·.module)
+  r := { r with imports := imported }
+  for m in imported do
+    unless a.allowed.contains m do
+      return { r with verdict := "imports", reason := s!"the submission imports {m}, which is not allowed" }
+  for m in a.required do
+    unless imported.contains m do
+      return { r with verdict := "imports", reason := s!"the submission does not import {m}" }
+  -- 3. Replay every constant of the submission (its most private part subsumes the others,
+  --    src/LeanChecker.lean) into the trusted modules' environment.
+  let env ← importModules (a.allowed.map fun m => ({ module := m } : Import)) {}
+  let mut newConstants : Std.HashMap Name ConstantInfo := {}
+  for name in mostPrivate.constNames, ci in mostPrivate.constants do
+    newConstants := newConstants.insert name ci
+  r := { r with replayed := newConstants.size }
+  let mut kenv := env.toKernelEnv
+  try
+    kenv ← kenv.replay newConstants
+  catch e =>
+    return { r with verdict := "replay", reason := s!"the kernel rejected the submission: {e}" }
+  -- 4. The theorem: declared by the submission, a theorem, no universe parameters.
+  unless newConstants.contains a.thm do
+    return { r with verdict := "statement", reason := s!"the submission declares no {a.thm}" }
+  match kenv.find? a.thm with
+  | some (.thmInfo tv) =>
+    r := { r with theoremKind := "theorem" }
+    unless tv.levelParams.isEmpty do
+      return { r with verdict := "statement", reason := s!"{a.thm} has universe parameters" }
+  | some ci =>
+    return { r with verdict := "statement", theoremKind := kindOf ci,
+                    reason := s!"{a.thm} is a {kindOf ci}, not a theorem" }
+  | none =>
+    return { r with verdict := "statement",
+                    reason := s!"{a.thm} was not replayed (unsafe or partial declarations are skipped)" }
+  -- 5. The statement, checked by the kernel: `theorem check : spec := thm`.
+  let decl := Declaration.thmDecl
+    { name := a.check, levelParams := [], type := mkConst a.spec, value := mkConst a.thm, all := [a.check] }
+  match kenv.addDeclCore 0 decl none with
+  | .error ex =>
+    let msg ← kernelMessage ex
+    return { r with verdict := "statement", reason := s!"{a.thm} does not have type {a.spec}: {msg}" }
+  | .ok checked => kenv := checked
+  -- 6. Axioms of the theorem and of the check, from the kernel environment itself.
+  match axiomsOf kenv a.thm, axiomsOf kenv a.check with
+  | .ok ax, .ok checkAx => return { r with axioms := ax, checkAxioms := checkAx }
+  | .error n, _ => throw <| IO.userError s!"judge: {n} is referenced but not in the environment"
+  | _, .error n => throw <| IO.userError s!"judge: {n} is referenced but not in the environment"
+
+end LeanModAddProofJudge
+
+def main (args : List String) : IO UInt32 := do
+  let a ← LeanModAddProofJudge.parseArgs {} args
+  -- The only search path: the toolchain's library first, so nothing can shadow `Init`.
+  searchPathRef.set [a.toolchainLib, a.lib]
+  let report ← LeanModAddProofJudge.judge a
+  IO.println report.line
+  return 0

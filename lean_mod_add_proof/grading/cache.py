@@ -1,0 +1,320 @@
+"""The cache of prebuilt Network/Weights packages.
+
+An entry `<cache_root>/<key>/` is a package directory (`package/`) in which the grader compiled
+Network.lean and Weights.lean with the toolchain's own `lean`, plus `manifest.json` (sha256 and
+size of every file). A grade copies an entry (never hard-links it: a hostile build could write
+through a hard link into the cache).
+
+The cache is untrusted input like everything on disk (an unsandboxed build can write into it): an
+entry is used only after every file re-hashes to its manifest, and checking it never follows a
+symlink, never reads anything but a regular file (a FIFO or device counts as corrupt, it is never
+opened for reading), reads at most MANIFEST_MAX_BYTES of manifest, and stops at the caller's
+deadline. A corrupt or unreadable entry is moved aside and rebuilt. When the cache cannot be used
+at all (a corrupt entry that cannot be removed, a check that ran out of time, the cache directory
+not writable) `ensure_entry` raises CacheUnusable and the caller builds in place instead.
+
+Temporary directories (`.build-*` while building, `.trash-*` while deleting) carry their owner in
+their name (see workdirs), so `workdirs.sweep_dead` removes them once their owner is dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import re
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading.hashing import (
+    SPECIAL,
+    SYMLINK,
+    check_budget,
+    hash_tree,
+    open_dir,
+    read_small_file,
+    tree_dirs,
+    tree_matches,
+)
+from lean_mod_add_proof.grading.package import LAYOUT_VERSION, missing_outputs, write_sources
+from lean_mod_add_proof.grading.result import CommandRecord
+
+DEFAULT_CACHE_DIR = Path("~/.cache/lean-mod-add-proof")
+MANIFEST_NAME = "manifest.json"
+#: Largest manifest.json read; a real one is a few hundred bytes.
+MANIFEST_MAX_BYTES = 1 << 20
+#: Largest entry a manifest may describe (sum of file sizes); beyond it the entry is corrupt.
+ENTRY_MAX_BYTES = 4 << 30
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class PrebuildOutcome:
+    ok: bool
+    reason: str = ""
+    records: list[CommandRecord] = field(default_factory=list)
+
+
+Prebuild = Callable[[Path], Awaitable[PrebuildOutcome]]
+
+
+class PrebuildFailed(Exception):
+    def __init__(self, reason: str, records: list[CommandRecord]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.records = records
+
+
+class CacheUnusable(Exception):
+    """The cache cannot serve this key right now; `reason` says why (one line). The caller should
+    build in place (`prebuild_package` into the grade's own directory) and report the reason.
+    `records` holds the commands of a build that did run in the cache before it turned out
+    unusable (usually empty)."""
+
+    def __init__(self, reason: str, records: list[CommandRecord] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.records = records or []
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    package: Path
+    manifest: dict[str, str]
+    status: Literal["hit", "built"]
+    records: list[CommandRecord] = field(default_factory=list)
+
+
+# One lock per (cache root, key) per event loop: asyncio locks bind to the loop that first uses them.
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _lock_for(root: Path, key: str) -> asyncio.Lock:
+    per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
+    return per_loop.setdefault((str(root), key), asyncio.Lock())
+
+
+@dataclass(frozen=True)
+class _Checked:
+    state: Literal["absent", "ok", "corrupt"]
+    manifest: dict[str, str] | None = None
+    #: (st_dev, st_ino) of what was checked, so a discard can tell it moved that very entry.
+    ident: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class _Manifest:
+    files: dict[str, str]
+    sizes: dict[str, int]
+    dirs: list[str]
+
+
+def _parse_manifest(raw: bytes, key: str) -> _Manifest | None:
+    """The manifest in manifest.json bytes, or None unless it is exactly what `_seal` writes for
+    this key and layout (any JSON value may be there: `[]`, `null`, 100 000 nested lists)."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("layout") != LAYOUT_VERSION or data.get("key") != key:
+        return None
+    files, sizes, dirs = data.get("files"), data.get("sizes"), data.get("dirs")
+    if not isinstance(files, dict) or not isinstance(sizes, dict) or files.keys() != sizes.keys():
+        return None
+    if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+        return None
+    if not all(isinstance(v, str) and _SHA256_RE.fullmatch(v) for v in files.values()):
+        return None
+    if not all(type(v) is int and v >= 0 for v in sizes.values()) or sum(sizes.values()) > ENTRY_MAX_BYTES:
+        return None
+    if missing_outputs(files):
+        return None
+    return _Manifest(files, sizes, dirs)
+
+
+def _check_entry(
+    entry_dir: Path, key: str, deadline: float | None, stop: threading.Event | None = None
+) -> _Checked:
+    """Whether `entry_dir` is absent, a sound entry for `key`, or anything else (corrupt). Never
+    follows a symlink or blocks; TimeoutError once `deadline` passes while reading the entry."""
+    check_budget(None, stop)
+    try:
+        fd = open_dir(entry_dir)
+    except FileNotFoundError:
+        return _Checked("absent")
+    except OSError:  # a symlink (dangling or not), a regular file, unreadable
+        try:
+            st = os.lstat(entry_dir)
+        except FileNotFoundError:
+            return _Checked("absent")
+        except OSError:
+            return _Checked("corrupt")
+        return _Checked("corrupt", ident=(st.st_dev, st.st_ino))
+    try:
+        st = os.fstat(fd)
+        ident = (st.st_dev, st.st_ino)
+        try:
+            parsed = _parse_manifest(read_small_file(MANIFEST_NAME, MANIFEST_MAX_BYTES, dir_fd=fd), key)
+            if parsed is None:
+                return _Checked("corrupt", ident=ident)
+            pkg = open_dir("package", dir_fd=fd)
+        except TimeoutError:
+            raise
+        except OSError:  # missing, a FIFO/device/symlink, too large, unreadable
+            return _Checked("corrupt", ident=ident)
+        try:
+            ok = tree_matches(pkg, parsed.files, parsed.sizes, parsed.dirs, deadline=deadline, stop=stop)
+        finally:
+            os.close(pkg)
+        return _Checked("ok", parsed.files, ident) if ok else _Checked("corrupt", ident=ident)
+    finally:
+        os.close(fd)
+
+
+def _discard(path: Path, ident: tuple[int, int] | None) -> str | None:
+    """Move `path` aside (atomic, so no reader sees a half-deleted entry), then delete it. Returns
+    None when the caller may go on building, else why the entry could not be removed. If what was
+    moved is not what was checked (another grader installed a fresh entry meanwhile), it is put
+    back and None returned: the caller's rename then loses to it and re-checks it."""
+    trash = path.with_name(workdirs.owned_name(workdirs.CACHE_TRASH_PREFIX))
+    try:
+        os.rename(path, trash)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # immutable, a mount point, ...: try in place, then give up
+        workdirs.remove_tree(path)
+        return None if not os.path.lexists(path) else (exc.strerror or str(exc))
+    try:
+        st = os.lstat(trash)
+        if ident is not None and (st.st_dev, st.st_ino) != ident and not os.path.lexists(path):
+            os.rename(trash, path)
+            return None
+    except OSError:
+        pass
+    workdirs.remove_tree(trash)  # if that fails, the entry's name is free anyway; sweep_dead retries
+    return None if not os.path.lexists(path) else "it came back while being removed"
+
+
+async def prebuild_package(
+    package: Path, sources: Mapping[str, bytes], prebuild: Prebuild
+) -> tuple[dict[str, str], list[CommandRecord]]:
+    """Write the trusted sources into `package`, build them, and hash the result: the manifest
+    the tamper checks compare against, and the prebuild's command records. PrebuildFailed if the
+    build fails, leaves a symlink or special file, or leaves no .olean we would know to re-check.
+    Cancellation waits for the worker threads, so nothing is written after it propagates."""
+    await workdirs.run_in_thread(write_sources, package, sources)
+    outcome = await prebuild(package)
+    if not outcome.ok:
+        raise PrebuildFailed(outcome.reason, outcome.records)
+    manifest = await workdirs.run_in_thread(hash_tree, package, stoppable=True)
+    if any(v == SYMLINK for v in manifest.values()):
+        raise PrebuildFailed("the prebuilt package contains a symlink", outcome.records)
+    if any(v == SPECIAL for v in manifest.values()):
+        raise PrebuildFailed("the prebuilt package contains a FIFO, socket or device", outcome.records)
+    if missing := missing_outputs(manifest):
+        raise PrebuildFailed(
+            f"prebuild left no .olean for {', '.join(missing)} under .lake/", outcome.records
+        )
+    return manifest, outcome.records
+
+
+def _seal(tmp: Path, key: str, manifest: Mapping[str, str]) -> None:
+    sizes = {rel: os.lstat(tmp / "package" / rel).st_size for rel in manifest}
+    dirs = sorted(tree_dirs(tmp / "package"))
+    payload = {"layout": LAYOUT_VERSION, "key": key, "files": dict(manifest), "sizes": sizes, "dirs": dirs}
+    data = json.dumps(payload, indent=1, sort_keys=True).encode("utf-8")
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise OSError(errno.EFBIG, f"the manifest would exceed {MANIFEST_MAX_BYTES} bytes")
+    fd = os.open(
+        tmp / MANIFEST_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+    )
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+async def ensure_entry(
+    cache_root: Path,
+    key: str,
+    sources: Mapping[str, bytes],
+    prebuild: Prebuild,
+    *,
+    deadline: float | None = None,
+) -> CacheEntry:
+    """The verified cache entry for `key`, building it if absent, corrupt or unreadable.
+
+    `deadline` (a time.monotonic value) bounds checking an existing entry: the check stops there
+    and CacheUnusable("cache check ran out of time") is raised (the entry is left alone). Time
+    spent waiting for this process's own build of the same key, and any build, does not count:
+    each check gets the budget `deadline - (time of the call)`.
+
+    Raises PrebuildFailed if the build fails, CacheUnusable when the cache cannot serve the key
+    (see the module docstring): the caller then builds in place. Concurrent first grades in this
+    process build once (per-key lock); across processes the atomic rename decides and the loser
+    uses the winner's entry. Cancellation leaves no `.build-*`/`.trash-*` behind."""
+    called = time.monotonic()
+    budget = None if deadline is None else deadline - called
+    try:
+        cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise CacheUnusable(f"cannot create the cache directory: {_why(exc)}") from None
+    entry_dir = cache_root / key
+
+    async def check() -> _Checked:
+        limit = None if budget is None else time.monotonic() + budget
+        try:
+            return await workdirs.run_in_thread(_check_entry, entry_dir, key, limit, stoppable=True)
+        except TimeoutError:
+            raise CacheUnusable("cache check ran out of time") from None
+
+    async def clear(checked: _Checked) -> None:
+        if checked.state == "corrupt":
+            why = await workdirs.run_in_thread(_discard, entry_dir, checked.ident)
+            if why is not None:
+                raise CacheUnusable(f"a corrupt cache entry cannot be removed: {why}")
+
+    async with _lock_for(cache_root, key):
+        checked = await check()
+        if checked.manifest is not None:
+            return CacheEntry(entry_dir / "package", checked.manifest, "hit")
+        await clear(checked)
+        try:
+            tmp = workdirs.make_owned_dir(cache_root, workdirs.CACHE_BUILD_PREFIX)
+        except OSError as exc:
+            raise CacheUnusable(f"cannot create a build directory in the cache: {_why(exc)}") from None
+        records: list[CommandRecord] = []
+        try:
+            try:
+                manifest, records = await prebuild_package(tmp / "package", sources, prebuild)
+                await workdirs.run_in_thread(_seal, tmp, key, manifest)
+            except OSError as exc:
+                raise CacheUnusable(f"cannot build in the cache: {_why(exc)}", records) from None
+            for _ in range(2):
+                try:
+                    os.rename(tmp, entry_dir)
+                    return CacheEntry(entry_dir / "package", manifest, "built", records)
+                except OSError as exc:
+                    failure = exc
+                # Another process won the race: use its entry if it is sound, else clear it.
+                winner = await check()
+                if winner.manifest is not None:
+                    return CacheEntry(entry_dir / "package", winner.manifest, "hit", records)
+                await clear(winner)
+            raise CacheUnusable(f"cannot install the cache entry: {_why(failure)}", records)
+        except CacheUnusable as exc:
+            exc.records = exc.records or records
+            raise
+        finally:
+            workdirs.remove_tree(tmp)  # synchronous: also runs, to the end, during cancellation

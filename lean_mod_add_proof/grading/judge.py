@@ -1,0 +1,91 @@
+"""The trusted judge's command line and the one JSON line it prints (pure).
+
+`Judge.lean` (next to this module) runs once per grade after the build, in a fresh directory that
+holds only itself, byte-verified Network/Weights outputs under `lib/` and the submission's olean
+under `submission/`. It reads the submission's module data without importing it, checks its
+imports, replays its constants through the kernel, kernel-checks `theorem <check> : Spec :=
+<theorem>`, and walks the axioms itself. Its protocol:
+
+- argv: `lean --run Judge.lean --olean submission/Submission.olean --lib lib --toolchain-lib D
+  --theorem T --spec S --check C --allow-import M ... --require-import M`
+- stdout: exactly one line `{"judge":1,"verdict":...}`, the last one it prints; exit 0 whenever it
+  printed a verdict (accepting or rejecting). Anything else (no line, two lines, a non-zero exit,
+  an unknown verdict) means the judge reached no verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from lean_mod_add_proof.grading.package import JUDGE_FILE, VERDICT_LIB, verdict_output
+
+JUDGE_PROTOCOL = 1
+_MARK = '{"judge":'
+
+#: What the judge concluded: `ok` (the caller still applies the axiom allow-list), or the first
+#: check that failed.
+Verdict = Literal["ok", "imports", "replay", "statement"]
+
+
+class JudgeReport(BaseModel):
+    """What the judge found, as it printed it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    judge: Literal[1]
+    verdict: Verdict
+    reason: str
+    imports: list[str]
+    replayed: int
+    theorem_kind: str
+    axioms: list[str]
+    check_axioms: list[str]
+
+
+class JudgeOutputError(ValueError):
+    """The judge's output holds no single well-formed verdict line."""
+
+
+def judge_argv(
+    lean: str,
+    *,
+    submission_module: str,
+    theorem: str,
+    spec: str,
+    check: str,
+    toolchain_dir: Path,
+    allowed_imports: Sequence[str],
+    required_imports: Sequence[str],
+) -> list[str]:
+    """The judge's command line, run from inside the verdict directory (pure)."""
+    olean = verdict_output(submission_module, "olean")
+    argv = [lean, "--run", JUDGE_FILE, "--olean", olean, "--lib", VERDICT_LIB]
+    argv += ["--toolchain-lib", str(toolchain_dir / "lib" / "lean")]
+    argv += ["--theorem", theorem, "--spec", spec, "--check", check]
+    for module in allowed_imports:
+        argv += ["--allow-import", module]
+    for module in required_imports:
+        argv += ["--require-import", module]
+    return argv
+
+
+def parse_judge_output(text: str) -> JudgeReport:
+    """The verdict line: the last non-empty line, which must be the only one that starts like a
+    verdict. The judge never runs submitted code, but the line still has to parse strictly."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    marked = [ln for ln in lines if ln.replace(" ", "").startswith(_MARK)]
+    if not marked:
+        raise JudgeOutputError("the judge printed no verdict")
+    if len(marked) > 1:
+        raise JudgeOutputError("the judge printed more than one verdict")
+    if lines[-1] != marked[0]:
+        raise JudgeOutputError("the judge printed something after its verdict")
+    try:
+        return JudgeReport.model_validate(json.loads(marked[0]))
+    except (ValueError, ValidationError) as exc:
+        raise JudgeOutputError(f"unreadable verdict line ({type(exc).__name__})") from None

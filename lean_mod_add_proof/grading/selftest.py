@@ -1,0 +1,307 @@
+"""The toolchain proves itself before its verdicts count: canaries through the real pipeline.
+
+Everything the grader believes about Lean (that the replay rejects what the build let through,
+that the judge sees only what the grader placed, that axioms are found, that no initializer runs
+while the verdict is reached) was read in Lean's sources, not run here. So before the first
+grade in a process, each canary below is graded through the real pipeline on the real toolchain,
+and each must get exactly its expected verdict. Any other outcome makes every grade "could not
+judge" with the reason `toolchain self-test failed: <canary> was <what happened>`: a wrong belief
+stops grading instead of producing wrong rewards.
+
+A pass is remembered per (toolchain, grader version, settings) in memory and in the cache
+directory; a failure only in memory, so a fixed toolchain is tried again by the next process.
+
+The canaries grade the self-test task (`SelfTestWeights.lean`, p = 3) with the guard skipped
+where the canary needs a construct the guard would reject first. Their `-- double:` comment lines
+are ignored by Lean; they script the test double (tests/toolchain_double) to act as Lean would
+on the same file, so the double passes the self-test only by giving Lean's verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import tempfile
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from lean_mod_add_proof.grading import package as pkgmod
+from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading.lean_names import WEIGHTS_MODULE, theorem_signature
+from lean_mod_add_proof.grading.reference import reference_submission
+from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
+from lean_mod_add_proof.grading.toolchain import Toolchain
+
+#: Bump when the canaries or the verdict logic change: remembered passes stop counting.
+GRADER_VERSION = "judge-1"
+SELFTEST_P = 3
+SELFTEST_TASK_ID = "selftest_p03_h02"
+SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
+#: The file the initializer canary writes if its initializer ever runs in the verdict directory.
+INIT_MARKER = "lean-mod-add-proof-init-marker"
+
+_SIG = theorem_signature(SELFTEST_P)
+_HEADER = f"import {WEIGHTS_MODULE}\n\n"
+_REFERENCE_BODY = reference_submission(SELFTEST_P).removeprefix(_HEADER)
+
+
+@dataclass(frozen=True)
+class Canary:
+    """One submission and the verdict the grader must reach on it."""
+
+    name: str
+    text: str
+    expect_stage: Stage | None
+    """None: accepted; else the stage at which it must be rejected (as a verdict)."""
+    expect_reason: str = ""
+    """A part of the reason the rejection must give."""
+    skip_guard: bool = True
+    extra_modules: Mapping[str, str] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
+
+
+CANARIES: tuple[Canary, ...] = (
+    Canary("reference proof", reference_submission(SELFTEST_P), None, skip_guard=False),
+    Canary(
+        "a sorry proof",
+        f"{_HEADER}{_SIG} := by\n  sorry\n-- double: judge axioms sorryAx\n",
+        "axioms",
+        "sorryAx",
+    ),
+    Canary(
+        "a theorem stated as True",
+        f"{_HEADER}theorem LeanCheckedNetwork.Net.adds_mod_{SELFTEST_P} : True := trivial\n"
+        "-- double: judge statement-fail the theorem's type is True, not Spec\n",
+        "statement",
+        "Spec",
+    ),
+    Canary(
+        "skipKernelTC over a false decide",
+        f"{_HEADER}set_option debug.skipKernelTC true in\n"
+        "theorem LeanCheckedNetwork.Net.bogus : (1 : Nat) = 2 := by decide +kernel\n\n"
+        f"{_SIG} :=\n  absurd LeanCheckedNetwork.Net.bogus (by decide)\n"
+        "-- double: judge replay-fail (kernel) declaration type mismatch\n",
+        "leanchecker",
+        "kernel",
+    ),
+    Canary(
+        "a declared axiom",
+        f"{_HEADER}axiom LeanCheckedNetwork.Net.cheat : False\n\n"
+        f"{_SIG} :=\n  LeanCheckedNetwork.Net.cheat.elim\n"
+        "-- double: judge axioms LeanCheckedNetwork.Net.cheat\n",
+        "axioms",
+        "LeanCheckedNetwork.Net.cheat",
+    ),
+    Canary(
+        "an import of a module the build made",
+        f"{_HEADER}import LeanCheckedNetwork.Extra\n\n{_REFERENCE_BODY}",
+        "leanchecker",
+        "LeanCheckedNetwork.Extra",
+        extra_modules={"LeanCheckedNetwork.Extra": "theorem extraFact : True := trivial\n"},
+    ),
+    Canary(
+        "an initializer",
+        f"{_HEADER}initialize do\n"
+        '  if ← System.FilePath.pathExists "Judge.lean" then\n'
+        '    let dir := (← IO.getEnv "TMPDIR").getD "/tmp"\n'
+        f'    IO.FS.writeFile (System.FilePath.mk dir / "{INIT_MARKER}") "ran in the verdict"\n\n'
+        f"{_REFERENCE_BODY}",
+        None,
+        config={"keep_packages": True},
+    ),
+    Canary(
+        "a build over a small memory cap",
+        reference_submission(SELFTEST_P) + "-- double: build alloc 256\n",
+        "build",
+        "memory cap exceeded",
+        skip_guard=False,
+        config={"memory_mb": 64},
+    ),
+)
+
+
+class CanaryOutcome(BaseModel):
+    """What one canary got, for the report and `doctor --selftest`."""
+
+    name: str
+    expected: str
+    got: str
+    passed: bool
+    seconds: float
+
+
+class SelfTestReport(BaseModel):
+    passed: bool
+    reason: str
+    """Empty when passed; else `toolchain self-test failed: <canary> was <what happened>`."""
+    canaries: list[CanaryOutcome]
+
+
+def _expected(c: Canary) -> str:
+    return "accepted" if c.expect_stage is None else f"rejected at {c.expect_stage} ({c.expect_reason!r})"
+
+
+def _got(res: GradeResult) -> str:
+    if res.accepted:
+        return "accepted"
+    verdict = "rejected" if res.judged else "not judged"
+    return f"{verdict} at {res.failed_stage}: {res.reason}"
+
+
+def judge_canary(c: Canary, res: GradeResult, grade_dir: Path | None) -> str | None:
+    """None if the canary got its expected verdict, else what happened instead (pure but for
+    the marker check in a kept grade directory)."""
+    if c.expect_stage is None:
+        wrong = not res.accepted
+    else:
+        right_rejection = res.judged and res.failed_stage == c.expect_stage and c.expect_reason in res.reason
+        wrong = res.accepted or not right_rejection
+    if wrong:
+        return _got(res)
+    if grade_dir is not None and (grade_dir / pkgmod.GRADE_TMP / INIT_MARKER).exists():
+        return "accepted, but its initializer ran while the verdict was reached"
+    return None
+
+
+async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean: str) -> SelfTestReport:
+    """Grade every canary (no cache of the outcome) and report."""
+    from lean_mod_add_proof.grading.pipeline import GradeTask, grade  # the pipeline calls us
+
+    task = GradeTask(
+        task_id=SELFTEST_TASK_ID,
+        p=SELFTEST_P,
+        network_lean=network_lean,
+        weights_lean=SELFTEST_WEIGHTS_PATH.read_text(encoding="utf-8"),
+    )
+    outcomes: list[CanaryOutcome] = []
+    failure = ""
+    if config.work_root is not None:
+        config.work_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lean-mod-add-proof-selftest-", dir=config.work_root) as work:
+        base = config.model_copy(
+            update={"toolchain_dir": toolchain.dir, "work_root": Path(work), "keep_packages": False}
+        )
+        for c in CANARIES:
+            canary_config = base.model_copy(update=dict(c.config))
+            res = await grade(
+                c.text,
+                task,
+                canary_config,
+                skip_guard=c.skip_guard,
+                skip_selftest=True,
+                extra_modules=c.extra_modules,
+            )
+            kept = Path(res.package_dir) if res.package_dir else None
+            problem = judge_canary(c, res, kept)
+            if kept is not None:
+                workdirs.remove_tree(kept)
+            outcomes.append(
+                CanaryOutcome(
+                    name=c.name,
+                    expected=_expected(c),
+                    got=_got(res),
+                    passed=problem is None,
+                    seconds=res.grader_seconds,
+                )
+            )
+            if problem is not None and not failure:
+                failure = f"toolchain self-test failed: {c.name} was {problem}"
+    return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes)
+
+
+# ---- once per process, remembered on disk ------------------------------------------------------
+
+
+def selftest_key(toolchain: Toolchain, config: GraderConfig) -> str:
+    """What a pass depends on: the toolchain (directory, version, binary), the grader's verdict
+    logic (this version, the judge program, the canaries) and the settings canaries run under."""
+    h = hashlib.sha256()
+    stat = toolchain.lean.stat()
+    settings = config.model_dump(
+        mode="json", exclude={"work_root", "keep_packages", "cache_dir", "max_concurrent", "toolchain_dir"}
+    )
+    parts = [
+        GRADER_VERSION,
+        str(toolchain.dir),
+        toolchain.version,
+        f"{stat.st_size}:{stat.st_mtime_ns}",
+        pkgmod.JUDGE_SOURCE_PATH.read_text(encoding="utf-8"),
+        json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in CANARIES]),
+        json.dumps(settings, sort_keys=True),
+    ]
+    for part in parts:
+        h.update(part.encode("utf-8") + b"\0")
+    return h.hexdigest()[:32]
+
+
+_memo: dict[str, SelfTestReport] = {}
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _pass_file(config: GraderConfig, key: str) -> Path:
+    from lean_mod_add_proof.grading.cache import DEFAULT_CACHE_DIR
+
+    return (config.cache_dir or DEFAULT_CACHE_DIR).expanduser() / "selftest" / f"{key}.json"
+
+
+def _remembered_pass(path: Path, key: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            data = json.loads(f.read(1 << 16))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("key") == key and data.get("passed") is True
+
+
+def _remember_pass(path: Path, key: str, report: SelfTestReport) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"key": key, "passed": True, **report.model_dump(mode="json")}))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # not remembered on disk: the next process runs the canaries again
+
+
+async def ensure_selftest(toolchain: Toolchain, config: GraderConfig, network_lean: str) -> str | None:
+    """None when this toolchain passed the self-test (now or before), else the reason to give
+    every grade. Concurrent first grades wait for one run."""
+    key = selftest_key(toolchain, config)
+    if (known := _memo.get(key)) is not None:
+        return None if known.passed else known.reason
+    per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
+    async with per_loop.setdefault(key, asyncio.Lock()):
+        if (known := _memo.get(key)) is not None:
+            return None if known.passed else known.reason
+        path = _pass_file(config, key)
+        if await asyncio.to_thread(_remembered_pass, path, key):
+            _memo[key] = SelfTestReport(passed=True, reason="", canaries=[])
+            return None
+        try:
+            report = await run_selftest(toolchain, config, network_lean)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the self-test itself broke: fail closed
+            report = SelfTestReport(
+                passed=False,
+                reason=f"toolchain self-test failed: it could not run ({type(exc).__name__}: {exc})",
+                canaries=[],
+            )
+        _memo[key] = report
+        if report.passed:
+            await asyncio.to_thread(_remember_pass, path, key, report)
+        return None if report.passed else report.reason
+
+
+def forget() -> None:
+    """Drop the in-memory outcomes (tests; a long-lived process after a toolchain fix)."""
+    _memo.clear()

@@ -1,0 +1,140 @@
+"""Pure pieces of the grader: the package layout, the judge's protocol, the cache key, the
+toolchain pin. No processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lean_mod_add_proof.constants import CHECK_THEOREM, SPEC_CONSTANT, SUBMISSION_MODULE, theorem_name
+from lean_mod_add_proof.grading import package as pkgmod
+from lean_mod_add_proof.grading import toolchain
+from lean_mod_add_proof.grading.judge import JudgeOutputError, judge_argv, parse_judge_output
+from lean_mod_add_proof.grading.pipeline import JUDGE_IMPORTS, SKIP_KERNEL_OPTION
+from lean_mod_add_proof.grading.result import GradeResult
+
+
+def test_cache_key_covers_its_inputs() -> None:
+    sources = pkgmod.package_sources(b"network", "weights")
+    key = pkgmod.cache_key("v1", Path("/tc"), sources)
+    assert key == pkgmod.cache_key("v1", Path("/tc"), dict(sources))
+    assert key != pkgmod.cache_key("v2", Path("/tc"), sources)
+    assert key != pkgmod.cache_key("v1", Path("/tc2"), sources)
+    assert key != pkgmod.cache_key("v1", Path("/tc"), pkgmod.package_sources(b"network", "weights2"))
+    assert key != pkgmod.cache_key("v1", Path("/tc"), pkgmod.package_sources(b"network2", "weights"))
+
+
+def test_trusted_selection() -> None:
+    assert pkgmod.is_trusted("LeanCheckedNetwork/Weights.lean")
+    assert pkgmod.is_trusted("lakefile.toml")
+    assert pkgmod.is_trusted(".lake/build/lib/lean/LeanCheckedNetwork/Weights.olean")
+    assert pkgmod.is_trusted(".lake/build/lib/lean/LeanCheckedNetwork/Network.ilean")
+    assert not pkgmod.is_trusted(".lake/build/lib/lean/LeanCheckedNetwork/Weights.trace")
+    assert not pkgmod.is_trusted(".lake/build/lib/lean/LeanCheckedNetwork/Submission.olean")
+    assert not pkgmod.is_trusted("LeanCheckedNetwork/Submission.lean")
+    assert not pkgmod.is_trusted(".lake/build/lib/lean/Init.olean")
+    assert pkgmod.missing_outputs({"LeanCheckedNetwork/Weights.lean": "x"}) == [
+        "LeanCheckedNetwork.Network",
+        "LeanCheckedNetwork.Weights",
+    ]
+
+
+def test_compile_argv_is_plain_lean_with_lakes_layout() -> None:
+    argv = pkgmod.compile_argv("/tc/bin/lean", SUBMISSION_MODULE, (SKIP_KERNEL_OPTION,))
+    assert argv == [
+        "/tc/bin/lean",
+        "--json",
+        "-Ddebug.skipKernelTC=true",
+        "-o",
+        ".lake/build/lib/lean/LeanCheckedNetwork/Submission.olean",
+        "-i",
+        ".lake/build/lib/lean/LeanCheckedNetwork/Submission.ilean",
+        "LeanCheckedNetwork/Submission.lean",
+    ]
+    assert not any(Path(a).name == "lake" for a in argv)
+
+
+def test_lean_path_puts_the_toolchain_first() -> None:
+    path = pkgmod.lean_path(Path("/tc"), Path("/grade/verdict/lib"))
+    assert path.split(":") == ["/tc/lib/lean", "/grade/verdict/lib"]
+
+
+def test_judge_argv_reads_the_submission_off_the_search_path() -> None:
+    argv = judge_argv(
+        "/tc/bin/lean",
+        submission_module=SUBMISSION_MODULE,
+        theorem=theorem_name(7),
+        spec=SPEC_CONSTANT,
+        check=CHECK_THEOREM,
+        toolchain_dir=Path("/tc"),
+        allowed_imports=JUDGE_IMPORTS,
+        required_imports=("LeanCheckedNetwork.Weights",),
+    )
+    assert argv[:3] == ["/tc/bin/lean", "--run", "Judge.lean"]
+    pairs = dict(zip(argv[3::2], argv[4::2], strict=False))
+    assert pairs["--olean"] == "submission/Submission.olean"
+    assert pairs["--lib"] == "lib" and not pairs["--olean"].startswith(pairs["--lib"] + "/")
+    assert pairs["--toolchain-lib"] == "/tc/lib/lean"
+    assert pairs["--theorem"] == "LeanCheckedNetwork.Net.adds_mod_7"
+    allowed = [argv[i + 1] for i, a in enumerate(argv) if a == "--allow-import"]
+    assert allowed == ["Init", "LeanCheckedNetwork.Network", "LeanCheckedNetwork.Weights"]
+
+
+GOOD = {
+    "judge": 1,
+    "verdict": "ok",
+    "reason": "",
+    "imports": ["Init", "LeanCheckedNetwork.Weights"],
+    "replayed": 3,
+    "theorem_kind": "theorem",
+    "axioms": ["propext"],
+    "check_axioms": ["propext"],
+}
+
+
+def test_parse_judge_output_takes_the_last_line() -> None:
+    report = parse_judge_output("some log line\n" + json.dumps(GOOD) + "\n\n")
+    assert report.verdict == "ok" and report.axioms == ["propext"]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "no verdict"),
+        ("plain text only", "no verdict"),
+        (json.dumps(GOOD) + "\n" + json.dumps(GOOD), "more than one"),
+        (json.dumps(GOOD) + "\ntrailing", "after its verdict"),
+        (json.dumps({**GOOD, "verdict": "yes"}), "unreadable"),
+        (json.dumps({**GOOD, "judge": 2}), "unreadable"),
+        (json.dumps({**GOOD, "extra": 1}), "unreadable"),
+        (json.dumps({k: v for k, v in GOOD.items() if k != "axioms"}), "unreadable"),
+        ('{"judge": 1, "verdict": "ok"', "unreadable"),
+    ],
+)
+def test_parse_judge_output_is_strict(text: str, why: str) -> None:
+    with pytest.raises(JudgeOutputError, match=why):
+        parse_judge_output(text)
+
+
+def test_stage_flags_are_derived() -> None:
+    rejected = GradeResult(stage_reached="statement", failed_stage="statement")
+    assert rejected.build_passed and rejected.leanchecker_passed and not rejected.statement_passed
+    assert not rejected.accepted and rejected.reward == 0.0 and rejected.judged
+    accepted = GradeResult(stage_reached="axioms")
+    assert accepted.accepted and accepted.reward == 1.0 and accepted.axioms_passed
+    unjudged = GradeResult(stage_reached="axioms", failed_stage="leanchecker", judged=False)
+    assert not unjudged.accepted and unjudged.stage_flags()["judged"] == 0.0
+    # the flags go onto traces as computed; reading a trace back derives them again
+    dumped = accepted.model_dump(mode="json")
+    assert dumped["accepted"] is True and dumped["guard_passed"] is True
+    assert GradeResult.model_validate({**dumped, "accepted": False, "reward": 0.0}).reward == 1.0
+    assert GradeResult.model_validate({**dumped, "judged": False}).reward == 0.0
+
+
+def test_version_match_is_exact() -> None:
+    assert toolchain.version_matches("Lean (version 4.35.0-rc2, x86_64-unknown-linux-gnu, commit abc)")
+    assert not toolchain.version_matches("Lean (version 4.35.0-rc20, x86_64)")
+    assert not toolchain.version_matches("Lean (version 4.35.0, x86_64)")
+    assert toolchain.ELAN_DIR_NAME == "leanprover--lean4---v4.35.0-rc2"

@@ -1,0 +1,223 @@
+"""The whole pipeline against the toolchain double (tests/toolchain_double: shell scripts, not
+Lean): stage order, what each command is, how the judge's report maps to stages, and which
+outcomes are verdicts and which are "could not judge". Nothing here says which proofs Lean
+accepts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+from helpers import (
+    DOUBLE_DIR,
+    double_config,
+    grade_task,
+    run_double,
+    submission,
+    weights_text,
+    work_dirs,
+)
+
+from lean_mod_add_proof.constants import theorem_name
+from lean_mod_add_proof.grading import pipeline, sandbox, workdirs
+from lean_mod_add_proof.grading.pipeline import grade, grade_reply
+
+
+async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
+    stages: list[str] = []
+    res = await run_double(submission(), tmp_path, stages)
+    assert res.accepted and res.reward == 1.0 and res.judged, res.reason
+    assert stages == ["guard", "toolchain", "build", "leanchecker", "statement", "axioms"]
+    # first grade: the prebuild (2 trusted modules), the submission, the judge
+    assert [c.stage for c in res.commands] == ["build", "build", "build", "leanchecker"]
+    build, judge = res.commands[2], res.commands[3]
+    assert Path(build.argv[0]).name == "lean" and "-Ddebug.skipKernelTC=true" in build.argv
+    assert build.argv[-1] == "LeanCheckedNetwork/Submission.lean"
+    assert Path(judge.argv[0]).name == "lean" and judge.argv[1:3] == ["--run", "Judge.lean"]
+    assert res.axioms == ["propext"] and res.check_axioms == ["propext"]
+    assert res.cache == "built" and res.failed_stage is None
+    assert all(res.stage_flags()[k] == 1.0 for k in ("guard_passed", "build_passed", "axioms_passed"))
+    assert res.stage_flags()["judged"] == 1.0
+    assert set(res.stage_seconds) >= {"guard", "toolchain", "build", "leanchecker", "statement", "axioms"}
+    assert res.grader_seconds > 0 and res.queued_seconds >= 0
+    json.dumps(res.model_dump(mode="json"))  # goes onto the trace as is
+
+
+async def test_a_cached_grade_runs_two_lean_processes(tmp_path: Path) -> None:
+    await run_double(submission(), tmp_path)
+    res = await run_double(submission(), tmp_path)
+    assert res.cache == "hit" and res.accepted
+    assert [c.stage for c in res.commands] == ["build", "leanchecker"]
+
+
+async def test_guard_rejection_runs_nothing(tmp_path: Path) -> None:
+    stages: list[str] = []
+    res = await run_double(submission() + "theorem x : False := sorry\n", tmp_path, stages)
+    assert res.failed_stage == "guard" and res.judged and stages == ["guard"] and not res.commands
+    assert work_dirs(tmp_path) == []
+
+
+async def test_failing_build_stops_before_the_judge(tmp_path: Path) -> None:
+    res = await run_double(submission("build fail boom at line 3"), tmp_path)
+    assert res.failed_stage == "build" and res.judged and not res.build_passed
+    assert "boom at line 3" in res.reason and "exit 1" in res.reason
+    assert "leanchecker" not in [c.stage for c in res.commands]
+
+
+async def test_an_error_message_fails_the_build_even_with_exit_0(tmp_path: Path) -> None:
+    res = await run_double(submission("build error-exit0 unknown identifier"), tmp_path)
+    assert res.failed_stage == "build" and res.judged and "unknown identifier" in res.reason
+
+
+@pytest.mark.parametrize(
+    ("directive", "stage", "reason"),
+    [
+        ("judge replay-fail (kernel) type mismatch", "leanchecker", "kernel replay: the kernel rejected"),
+        ("judge statement-fail the types differ", "statement", "statement check: the types differ"),
+        ("judge kind def", "statement", "is a def, not a theorem"),
+        ("judge axioms propext LeanCheckedNetwork.Net.cheat", "axioms", "'LeanCheckedNetwork.Net.cheat'"),
+    ],
+)
+async def test_judge_verdicts_map_to_stages(tmp_path: Path, directive: str, stage: str, reason: str) -> None:
+    res = await run_double(submission(directive), tmp_path)
+    assert res.judged and not res.accepted
+    assert res.failed_stage == stage and reason in res.reason, res.reason
+
+
+async def test_a_missing_theorem_is_a_statement_failure(tmp_path: Path) -> None:
+    text = submission().replace("theorem LeanCheckedNetwork.Net.adds_mod_5 ", "theorem other_name ")
+    res = await run_double(text, tmp_path)
+    assert res.failed_stage == "statement" and "declares no LeanCheckedNetwork.Net.adds_mod_5" in res.reason
+
+
+@pytest.mark.parametrize(
+    ("directive", "reason"),
+    [
+        ("judge crash", "killed by signal 11"),
+        ("judge exit 3", "exit 3"),
+        ("judge no-verdict", "printed no verdict"),
+        ("judge garbage", "unreadable verdict line"),
+        ("judge twice", "more than one verdict"),
+    ],
+)
+async def test_a_judge_without_a_verdict_is_could_not_judge(
+    tmp_path: Path, directive: str, reason: str
+) -> None:
+    res = await run_double(submission(directive), tmp_path)
+    assert not res.accepted and not res.judged and res.reward == 0.0
+    assert res.failed_stage == "leanchecker" and reason in res.reason
+    assert res.reason.startswith("could not judge: ")
+    assert res.stage_flags()["judged"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("directive", "mode", "accepted", "axioms"),
+    [
+        ("judge axioms propext Quot.sound", "subset", True, ["Quot.sound", "propext"]),
+        ("judge no-axioms", "subset", True, []),
+        ("judge axioms propext", "exact", False, ["propext"]),
+        ("judge axioms propext Classical.choice Quot.sound", "exact", True, ["Classical.choice", "Quot.sound", "propext"]),
+        ("judge axioms propext «Classical.choice»", "subset", False, ["propext", "«Classical.choice»"]),
+    ],
+)  # fmt: skip
+async def test_axiom_outcomes(
+    tmp_path: Path, directive: str, mode: str, accepted: bool, axioms: list[str]
+) -> None:
+    # the guard is off only so that a «» name can reach the judge in one case
+    res = await run_double(submission(directive), tmp_path, axioms_mode=mode, skip_guard=True)
+    assert res.accepted is accepted, res.reason
+    assert res.axioms == sorted(axioms) and res.check_axioms == sorted(axioms)
+    if not accepted:
+        assert res.failed_stage == "axioms" and res.statement_passed and res.judged
+
+
+async def test_native_decide_aux_axiom_fails(tmp_path: Path) -> None:
+    aux = f"{theorem_name(5)}._native.native_decide.ax_1_1"
+    # The guard would stop the word first; switched off to reach the axiom stage (test-only flag).
+    res = await run_double(submission(f"judge axioms propext {aux}"), tmp_path, skip_guard=True)
+    assert res.failed_stage == "axioms" and not res.accepted and res.judged
+    assert aux in (res.axioms or [])
+
+
+@pytest.mark.parametrize("how", ["source", "olean", "swapdir"])
+async def test_tampering_with_trusted_files_fails(tmp_path: Path, how: str) -> None:
+    res = await run_double(submission(f"build tamper {how}"), tmp_path)
+    assert res.failed_stage == "build" and not res.accepted and res.judged
+    assert "trusted file changed during the build" in res.reason
+
+
+async def test_missing_toolchain_is_could_not_judge(tmp_path: Path) -> None:
+    res = await run_double(submission(), tmp_path, toolchain_dir=tmp_path / "no-such-toolchain")
+    assert res.reward == 0.0 and res.failed_stage == "toolchain" and not res.judged
+    assert res.reason.startswith("could not judge: Lean toolchain not found")
+    assert "lean-mod-add-proof install-lean" in res.reason
+    assert "elan toolchain install leanprover/lean4:v4.35.0-rc2" in res.reason
+
+
+async def test_wrong_toolchain_version_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "tc"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "lib").symlink_to(DOUBLE_DIR / "lib")
+    lean = fake / "bin" / "lean"
+    lean.write_text('#!/bin/sh\necho "Lean (version 4.34.0, toolchain double)"\n')
+    lean.chmod(0o755)
+    res = await run_double(submission(), tmp_path, toolchain_dir=fake)
+    assert res.failed_stage == "toolchain" and not res.judged and "4.34.0" in res.reason
+
+
+async def test_sandbox_on_without_bwrap_is_could_not_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        pipeline, "probe_sandbox", lambda: sandbox.SandboxProbe(False, "bwrap is not installed", None)
+    )
+    res = await run_double(submission(), tmp_path, sandbox="on")
+    assert res.failed_stage == "toolchain" and not res.judged and "sandbox required" in res.reason
+    assert "apt-get install bubblewrap" in res.reason and "sandbox=off" in res.reason
+    auto = await run_double(submission(), tmp_path, sandbox="auto")
+    assert auto.accepted and not auto.sandboxed
+
+
+async def test_failing_prebuild_is_could_not_judge(tmp_path: Path) -> None:
+    res = await run_double(
+        submission(), tmp_path, task=grade_task(weights=weights_text(5, "fail bad weights"))
+    )
+    assert res.failed_stage == "build" and not res.judged
+    assert "could not prebuild Network/Weights" in res.reason and "bad weights" in res.reason
+
+
+async def test_internal_error_is_could_not_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*_a: object, **_k: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(workdirs, "new_grade_dir", boom)
+    res = await run_double(submission(), tmp_path)
+    assert res.reward == 0.0 and not res.judged
+    assert res.reason.startswith("could not judge: internal grader error: RuntimeError: disk on fire")
+
+
+async def test_grade_reply_without_code_block(tmp_path: Path) -> None:
+    res = await grade_reply("I think it is true.", grade_task(), double_config(tmp_path), skip_selftest=True)
+    assert res.failed_stage == "extract" and res.reward == 0.0 and res.judged
+
+
+async def test_grade_reply_with_code_block(tmp_path: Path) -> None:
+    reply = "Here it is:\n```lean\n" + submission() + "```\n"
+    res = await grade_reply(reply, grade_task(), double_config(tmp_path), skip_selftest=True)
+    assert res.accepted, res.reason
+    assert "extract" in res.stage_seconds
+
+
+async def test_concurrency_limit_and_queued_time(tmp_path: Path) -> None:
+    config = double_config(tmp_path, max_concurrent=1)
+    await grade(submission(), grade_task(), config, skip_selftest=True)  # warm the cache
+    started = time.monotonic()
+    results = await asyncio.gather(
+        *(grade(submission("build sleep 0.6"), grade_task(), config, skip_selftest=True) for _ in range(3))
+    )
+    assert time.monotonic() - started >= 1.8
+    queued = sorted(r.queued_seconds for r in results)
+    assert queued[0] < 0.3 and queued[-1] >= 1.0  # the last waited for two others' slots

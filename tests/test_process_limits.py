@@ -1,0 +1,383 @@
+"""The per-grade caps on a command's whole process tree, the kill of that tree, and how signals
+are reported: real processes (sh, python, dd, sleep), with and without bubblewrap. No Lean."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from helpers import processes_with
+
+from lean_mod_add_proof.grading import process, sandbox
+from lean_mod_add_proof.grading.process import Limits, child_env, exit_status, find_prlimit, run_command
+
+PRLIMIT = find_prlimit()
+PROBE = sandbox.probe_sandbox()
+#: A Python the sandbox can see (it binds only the system directories).
+SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.path.exists(p)), None)
+
+pytestmark = pytest.mark.skipif(PRLIMIT is None, reason="prlimit (util-linux) is not installed")
+needs_bwrap = pytest.mark.skipif(not PROBE.available, reason=f"sandbox variant: {PROBE.reason}")
+MODES = [pytest.param(False, id="plain"), pytest.param(True, id="bwrap", marks=needs_bwrap)]
+
+
+def marker() -> str:
+    """A unique `sleep` duration: its argv finds the process in /proc."""
+    return f"{1000 + uuid.uuid4().int % 10**6 / 10**6 + 1e-7:.7f}"
+
+
+def limits(tmp_path: Path, **overrides: object) -> Limits:
+    base: dict[str, object] = {
+        "memory_mb": 2048,
+        "max_processes": 64,
+        "max_disk_mb": 1024,
+        "max_file_mb": 512,
+        "disk_paths": (tmp_path,),
+    }
+    base.update(overrides)
+    return Limits(**base)  # type: ignore[arg-type]
+
+
+def python_for(sandboxed: bool) -> str:
+    if sandboxed:
+        if SYSTEM_PYTHON is None:
+            pytest.skip("no /usr/bin/python3 for use inside the sandbox")
+        return SYSTEM_PYTHON
+    return SYSTEM_PYTHON or sys.executable
+
+
+async def run(
+    tmp_path: Path,
+    argv: Sequence[str],
+    *,
+    sandboxed: bool = False,
+    lim: Limits | None = None,
+    seconds: float = 10.0,
+) -> process.CommandOutcome:
+    """Run `argv` the way the pipeline does: under prlimit, optionally inside bwrap, with the
+    grade's package and tmp directories under `tmp_path`."""
+    pkg, tmp = tmp_path / "package", tmp_path / "tmp"
+    pkg.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    env = child_env(pkg, None, Path("/tmp") if sandboxed else tmp)
+    full = list(argv)
+    if sandboxed:
+        assert PROBE.bwrap is not None
+        prefix = sandbox.bwrap_argv(
+            PROBE.bwrap,
+            layout=sandbox.host_layout(),
+            toolchain_dir=None,
+            package_dir=pkg,
+            readonly_files=(),
+            env=env,
+            tmp_dir=tmp,
+        )
+        full = prefix + full
+    return await run_command(
+        full,
+        stage="build",
+        cwd=pkg,
+        env=env,
+        deadline=time.monotonic() + seconds,
+        output_cap_bytes=1 << 16,
+        tail_chars=2000,
+        limits=lim if lim is not None else limits(tmp_path),
+        prlimit=PRLIMIT,
+        record_argv=argv,
+        sandboxed=sandboxed,
+    )
+
+
+def hog(python: str, mib: int, mark: str) -> str:
+    """Shell text starting a python that holds `mib` MiB of touched memory, then sleeps."""
+    code = f"import time; x = b'a' * ({mib} << 20); time.sleep({mark})"
+    return f'{python} -S -c "{code}" &'
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+async def test_memory_cap_sums_the_whole_tree(tmp_path: Path, sandboxed: bool) -> None:
+    """Three children of 100 MiB each, every one far below the 200 MiB cap: only their sum is
+    over it, and the whole tree is stopped with the memory reason."""
+    py, mark = python_for(sandboxed), marker()
+    script = " ".join(hog(py, 100, mark) for _ in range(3)) + " wait"
+    out = await run(tmp_path, ["sh", "-c", script], sandboxed=sandboxed, lim=limits(tmp_path, memory_mb=200))
+    assert out.limit_exceeded is not None
+    found = re.fullmatch(r"memory cap exceeded \((\d+) MiB > 200 MiB\)", out.limit_exceeded)
+    assert found and int(found.group(1)) > 200
+    assert out.record.exit_code is None and out.record.signal == 9
+    assert not out.timed_out and out.record.seconds < 5
+    assert out.peak_rss_mb > 200
+    assert processes_with(mark) == []
+
+
+async def test_memory_under_the_cap_reports_the_summed_peak(tmp_path: Path) -> None:
+    """Six children of 60 MiB under a 512 MiB cap run to the end; the peak is their sum."""
+    py, mark = python_for(False), marker()
+    hold = "0.6"
+    script = " ".join(hog(py, 60, hold) for _ in range(6)) + f" wait; echo {mark}"
+    out = await run(tmp_path, ["sh", "-c", script], lim=limits(tmp_path, memory_mb=512))
+    assert out.limit_exceeded is None, out.limit_exceeded
+    assert out.record.exit_code == 0 and out.record.signal is None
+    assert 6 * 60 <= out.peak_rss_mb < 512
+
+
+# ---- processes -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+async def test_process_cap_stops_a_fork_loop(tmp_path: Path, sandboxed: bool) -> None:
+    """RLIMIT_NPROC does nothing for root (even inside bwrap): the tree walk is the cap. Inside
+    bwrap this also shows the walk sees through the PID namespace (host pids, parent chain
+    through bwrap)."""
+    mark = marker()
+    script = f"for i in $(seq 200); do sleep {mark} & done; wait"
+    out = await run(
+        tmp_path, ["sh", "-c", script], sandboxed=sandboxed, lim=limits(tmp_path, max_processes=20)
+    )
+    assert out.limit_exceeded == "process cap exceeded (more than 20 processes)"
+    assert out.record.exit_code is None and out.record.signal == 9
+    assert processes_with(mark) == []
+
+
+async def test_process_cap_leaves_a_small_tree_alone(tmp_path: Path) -> None:
+    out = await run(
+        tmp_path, ["sh", "-c", "sleep 0.2 & sleep 0.2 & wait; echo ok"], lim=limits(tmp_path, max_processes=5)
+    )
+    assert out.limit_exceeded is None and out.record.exit_code == 0 and out.text == "ok\n"
+
+
+# ---- disk ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+async def test_disk_cap_sums_files_under_the_grade(tmp_path: Path, sandboxed: bool) -> None:
+    """Four 4 MiB files, each under the 8 MiB file cap, add up past the 10 MiB disk cap; inside
+    the sandbox half of them go to /tmp, which is the grade's tmp directory on disk."""
+    writes = "; ".join(
+        f"dd if=/dev/zero of={where}/f{i} bs=1M count=4 2>/dev/null"
+        for i, where in enumerate(["/tmp" if sandboxed else ".", "."] * 2)
+    )
+    mark = marker()
+    out = await run(
+        tmp_path,
+        ["sh", "-c", f"{writes}; sleep {mark}"],
+        sandboxed=sandboxed,
+        lim=limits(tmp_path, max_disk_mb=10, max_file_mb=8),
+    )
+    assert out.limit_exceeded is not None
+    found = re.fullmatch(r"disk cap exceeded \((\d+) MiB > 10 MiB\)", out.limit_exceeded)
+    assert found and int(found.group(1)) > 10
+    assert out.record.exit_code is None and not out.timed_out and out.record.seconds < 3
+    assert processes_with(mark) == []
+    if sandboxed:
+        assert (tmp_path / "tmp" / "f0").stat().st_size == 4 << 20  # /tmp is the grade's tmp dir
+
+
+async def test_disk_cap_is_checked_when_the_command_ends(tmp_path: Path) -> None:
+    """A writer faster than the disk poll is still caught: one more walk at the end."""
+    script = "for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=4 2>/dev/null; done"
+    out = await run(tmp_path, ["sh", "-c", script], lim=limits(tmp_path, max_disk_mb=10))
+    assert out.limit_exceeded is not None and out.limit_exceeded.startswith("disk cap exceeded (")
+    assert out.record.exit_code == 0  # it was not killed; the cap still fails it
+
+
+async def test_disk_walk_does_not_follow_symlinks_and_counts_hard_links_once(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a").write_bytes(b"x" * (1 << 20))
+    os.link(tmp_path / "d" / "a", tmp_path / "d" / "b")
+    (tmp_path / "d" / "up").symlink_to(tmp_path)
+    (tmp_path / "d" / "usr").symlink_to("/usr")
+    used = process.disk_usage([tmp_path / "d"])
+    assert 1 << 20 <= used < 2 << 20
+
+
+# ---- file size -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+async def test_file_size_cap_still_stops_one_big_file(tmp_path: Path, sandboxed: bool) -> None:
+    """RLIMIT_FSIZE: the kernel kills the writer with SIGXFSZ, reported alike in both modes."""
+    argv = ["dd", "if=/dev/zero", "of=big", "bs=1M", "count=8"]
+    out = await run(tmp_path, argv, sandboxed=sandboxed, lim=limits(tmp_path, max_file_mb=2))
+    assert out.record.exit_code is None and out.record.signal == 25  # SIGXFSZ
+    assert out.limit_exceeded is None
+    assert (tmp_path / "package" / "big").stat().st_size == 2 << 20
+
+
+# ---- escapees --------------------------------------------------------------------------------
+
+#: Ways a child leaves the command's process group (and often its tree) before the command ends.
+#: Most are found through the run's marker variable (their parent is gone before the first look);
+#: "tracked-then-orphaned" clears its environment, so only the tree walk can find it.
+SETPGID = '{py} -S -c \'import os; os.setpgid(0, 0); os.execvp("sleep", ["sleep", "{m}"])\''
+ESCAPES = {
+    "setsid": "setsid sleep {m} & exit 0",
+    "double-fork-setsid": "(setsid sleep {m} &); exit 0",
+    "setsid-fork": "setsid -f sleep {m}; exit 0",
+    "setpgid-orphan": f"({SETPGID} &); sleep 0.15",
+    "setpgid-child": f"{SETPGID} & sleep 0.15",
+    "tracked-then-orphaned": "(setsid env -i sleep {m} & sleep 0.1) & sleep 0.2",
+    "late-double-fork": "setsid sh -c 'sleep 0.3; setsid sleep {m} &' & exit 0",
+    "nested-daemon": "sh -c '(setsid sh -c \"sleep {m}\" &) ; exit 0' ; sleep 0.1",
+}
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+@pytest.mark.parametrize("how", sorted(ESCAPES))
+async def test_escapees_are_dead_when_run_command_returns(tmp_path: Path, how: str, sandboxed: bool) -> None:
+    mark = marker()
+    script = ESCAPES[how].format(m=mark, py=python_for(sandboxed))
+    out = await run(tmp_path, ["sh", "-c", script], sandboxed=sandboxed)
+    assert out.record.exit_code == 0, out.text
+    assert processes_with(mark) == []  # right away, not eventually
+
+
+@needs_bwrap
+async def test_in_the_sandbox_even_an_unmarked_double_fork_dies(tmp_path: Path) -> None:
+    """The residual gap without the sandbox (a double fork that also clears its environment)
+    does not exist inside it: killing bwrap tears the PID namespace down."""
+    mark = marker()
+    out = await run(tmp_path, ["sh", "-c", f"(setsid env -i sleep {mark} &); exit 0"], sandboxed=True)
+    assert out.record.exit_code == 0
+    assert processes_with(mark) == []
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+async def test_deadline_kills_the_tree_escapees_included(tmp_path: Path, sandboxed: bool) -> None:
+    mark = marker()
+    script = f"(setsid sleep {mark} &); sleep {mark}"
+    out = await run(tmp_path, ["sh", "-c", script], sandboxed=sandboxed, seconds=0.5)
+    assert out.timed_out and out.record.exit_code is None and out.record.signal == 9
+    assert out.limit_exceeded is None
+    assert processes_with(mark) == []
+
+
+async def test_a_reused_pid_is_never_killed(tmp_path: Path) -> None:
+    """Kills go by pid and start time: a stale (pid, start) pair kills nothing."""
+    victim = await asyncio.create_subprocess_exec("sleep", "30")
+    try:
+        st = process._stat(victim.pid)
+        assert st is not None
+        process._kill_exact(victim.pid, st[1] + 1)  # "the process that used to have this pid"
+        await asyncio.sleep(0.05)
+        assert victim.returncode is None
+        process._kill_exact(victim.pid, st[1])
+        assert await asyncio.wait_for(victim.wait(), 5) == -9
+    finally:
+        if victim.returncode is None:
+            victim.kill()
+            await victim.wait()
+
+
+# ---- exit status and signals -----------------------------------------------------------------
+
+
+def test_exit_status_is_one_representation() -> None:
+    assert exit_status(0, sandboxed=False) == (0, None)
+    assert exit_status(-11, sandboxed=False) == (None, 11)
+    assert exit_status(-11, sandboxed=True) == (None, 11)  # bwrap itself killed (by the grader)
+    assert exit_status(139, sandboxed=True) == (None, 11)
+    assert exit_status(139, sandboxed=False) == (139, None)  # a shell's own exit code
+    assert exit_status(255, sandboxed=True) == (255, None)  # 127 is no signal
+    assert exit_status(128, sandboxed=True) == (128, None)
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+@pytest.mark.parametrize(
+    ("script", "exit_code", "signum"),
+    [("kill -SEGV $$", None, 11), ("kill -TERM $$", None, 15), ("exit 3", 3, None), ("true", 0, None)],
+)
+async def test_signals_are_reported_the_same_with_and_without_bwrap(
+    tmp_path: Path, sandboxed: bool, script: str, exit_code: int | None, signum: int | None
+) -> None:
+    out = await run(tmp_path, ["sh", "-c", script], sandboxed=sandboxed)
+    assert (out.record.exit_code, out.record.signal) == (exit_code, signum)
+    assert not out.timed_out and out.limit_exceeded is None
+
+
+# ---- TMPDIR ----------------------------------------------------------------------------------
+
+
+def test_child_env_sets_tmpdir(tmp_path: Path) -> None:
+    env = child_env(tmp_path, Path("/tc/bin"), tmp_path / "tmp")
+    assert env["TMPDIR"] == str(tmp_path / "tmp")
+    assert env["PATH"] == "/tc/bin:/usr/bin:/bin" and env["HOME"] == str(tmp_path)
+
+
+async def test_unsandboxed_temp_files_stay_in_the_grade(tmp_path: Path) -> None:
+    out = await run(tmp_path, ["mktemp"])
+    made = Path(out.text.strip())
+    assert out.record.exit_code == 0 and made.parent == tmp_path / "tmp" and made.exists()
+
+
+# ---- cancellation and clean-up ---------------------------------------------------------------
+
+
+def sleepers(mark: str) -> list[int]:
+    return [p for p in processes_with(mark) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")]
+
+
+def watcher_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("lean-grader-watch-")]
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+async def test_cancellation_during_a_watched_run_leaves_nothing(tmp_path: Path, sandboxed: bool) -> None:
+    """Cancel twice while the watcher is running: the tree (escapee included) is dead, the
+    watcher thread has ended and no file descriptor is left open."""
+    await run(tmp_path, ["true"], sandboxed=sandboxed)  # warm up lazily opened fds
+    fds = open_fds()
+    mark = marker()
+    script = f"(setsid sleep {mark} &); sleep {mark} & sleep {mark}; wait"
+    job = asyncio.create_task(run(tmp_path, ["sh", "-c", script], sandboxed=sandboxed))
+    end = time.monotonic() + 5
+    while len(sleepers(mark)) < 3 and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+    assert len(sleepers(mark)) == 3
+    job.cancel()
+    await asyncio.sleep(0)
+    job.cancel()  # a second cancel while it is cleaning up
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert processes_with(mark) == []
+    assert watcher_threads() == []
+    assert open_fds() == fds
+
+
+async def test_watchers_end_and_release_everything(tmp_path: Path) -> None:
+    await run(tmp_path, ["true"])
+    fds = open_fds()
+    for script in ("true", "exit 2", "kill -KILL $$", "sleep 0.06 & echo hi"):
+        await run(tmp_path, ["sh", "-c", script])
+    out = await run(tmp_path, ["sh", "-c", "sleep 5"], seconds=0.2)
+    assert out.timed_out
+    assert watcher_threads() == []
+    assert open_fds() == fds
+
+
+async def test_output_cap_and_tail_still_work(tmp_path: Path) -> None:
+    out = await run(tmp_path, ["sh", "-c", "head -c 200000 /dev/zero | tr '\\0' a; echo END"])
+    assert out.record.output_bytes == 200004 and out.record.truncated
+    assert out.text.endswith("aEND\n") and len(out.text) == 1 << 16
+    assert out.record.output_tail == out.text[-2000:]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
+def test_probe_is_cached() -> None:
+    assert sandbox.probe_sandbox() is sandbox.probe_sandbox()

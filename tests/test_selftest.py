@@ -1,0 +1,134 @@
+"""The self-test: a toolchain's verdicts count only after it got the expected verdict on every
+canary. Shown with the toolchain double (which acts like Lean on the canaries because each
+canary's `-- double:` comments script it so) and with a lying toolchain that says yes to
+everything (which must make every grade "could not judge", the reference proof included)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from helpers import DOUBLE_DIR, double_config, grade_task, submission
+
+from lean_mod_add_proof.dataset.network import verify
+from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
+from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
+from lean_mod_add_proof.grading import selftest, toolchain
+from lean_mod_add_proof.grading.pipeline import grade
+
+NETWORK = NETWORK_LEAN_PATH.read_text(encoding="utf-8")
+
+YES_LEAN = """#!/bin/sh
+# A toolchain that is not Lean and says yes to everything.
+if [ "$1" = --version ]; then echo "Lean (version 4.35.0-rc2, a liar)"; exit 0; fi
+if [ "$1" = --run ]; then
+  echo '{"judge":1,"verdict":"ok","reason":"","imports":[],"replayed":1,"theorem_kind":"theorem","axioms":[],"check_axioms":[]}'
+  exit 0
+fi
+while [ $# -gt 0 ]; do
+  case "$1" in -o|-i) mkdir -p "$(dirname "$2")"; echo yes > "$2"; shift ;; esac
+  shift
+done
+exit 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo() -> None:
+    selftest.forget()
+    yield
+    selftest.forget()
+
+
+def _double() -> toolchain.Toolchain:
+    found = toolchain.locate_toolchain(DOUBLE_DIR)
+    assert isinstance(found, toolchain.Toolchain)
+    return found
+
+
+def _liar(tmp_path: Path) -> Path:
+    tc = tmp_path / "liar"
+    (tc / "bin").mkdir(parents=True)
+    (tc / "lib" / "lean").mkdir(parents=True)
+    (tc / "bin" / "lean").write_text(YES_LEAN)
+    (tc / "bin" / "lean").chmod(0o755)
+    return tc
+
+
+def test_the_selftest_weights_are_a_correct_network() -> None:
+    # The matrices written out in SelfTestWeights.lean, checked by the exact evaluator and
+    # rendered by the data set's own writer: the file must be exactly that body.
+    e1, e2, w2 = [[1, 0], [-3, 0], [0, -3]], [[-1, 2], [2, -1], [2, 3]], [[-3, 4], [4, -2], [1, 2]]
+    verdict = verify(e1, e2, w2)
+    assert verdict.correct and verdict.p == selftest.SELFTEST_P
+    text = selftest.SELFTEST_WEIGHTS_PATH.read_text(encoding="utf-8")
+    rendered = render_weights_lean(selftest.SELFTEST_TASK_ID, 3, 2, 0, e1, e2, w2)
+    body = text[text.index("namespace LeanCheckedNetwork.Net") :]
+    assert body == rendered[rendered.index("namespace LeanCheckedNetwork.Net") :]
+
+
+async def test_the_double_passes_every_canary(tmp_path: Path) -> None:
+    report = await selftest.run_selftest(_double(), double_config(tmp_path), NETWORK)
+    assert report.passed, report.reason
+    assert [c.name for c in report.canaries] == [c.name for c in selftest.CANARIES]
+    assert all(c.passed for c in report.canaries)
+    assert not list((tmp_path / "work").glob("lean-mod-add-proof-selftest-*"))
+
+
+async def test_a_yes_toolchain_fails_the_selftest(tmp_path: Path) -> None:
+    found = toolchain.locate_toolchain(_liar(tmp_path))
+    assert isinstance(found, toolchain.Toolchain)
+    report = await selftest.run_selftest(found, double_config(tmp_path, toolchain_dir=found.dir), NETWORK)
+    assert not report.passed
+    assert report.reason == f"toolchain self-test failed: a sorry proof was {report.canaries[1].got}"
+    # It accepts what should be accepted, and fails every canary that must be rejected.
+    for canary, outcome in zip(selftest.CANARIES, report.canaries, strict=True):
+        assert outcome.passed is (canary.expect_stage is None), outcome
+
+
+async def test_a_yes_toolchain_makes_every_grade_could_not_judge(tmp_path: Path) -> None:
+    config = double_config(tmp_path, toolchain_dir=_liar(tmp_path))
+    for text in (submission(), submission() + "theorem x : False := by exact absurd rfl (by decide)\n"):
+        res = await grade(text, grade_task(), config)
+        assert not res.accepted and not res.judged and res.reward == 0.0
+        assert res.reason.startswith("could not judge: toolchain self-test failed: a sorry proof was accepted")
+
+
+async def test_grades_wait_for_one_selftest_and_it_is_remembered(tmp_path: Path) -> None:
+    config = double_config(tmp_path)
+    results = await asyncio.gather(*(grade(submission(), grade_task(), config) for _ in range(3)))
+    assert all(r.accepted and r.judged for r in results), [r.reason for r in results]
+    passes = list((tmp_path / "cache" / "selftest").glob("*.json"))
+    assert len(passes) == 1 and json.loads(passes[0].read_text())["passed"] is True
+    # A new process (forgotten memo) trusts the remembered pass instead of running canaries.
+    selftest.forget()
+    calls: list[int] = []
+    original = selftest.run_selftest
+
+    async def counting(*args: object) -> selftest.SelfTestReport:
+        calls.append(1)
+        return await original(*args)  # type: ignore[arg-type]
+
+    selftest.run_selftest = counting  # type: ignore[assignment]
+    try:
+        assert (await grade(submission(), grade_task(), config)).accepted
+    finally:
+        selftest.run_selftest = original  # type: ignore[assignment]
+    assert calls == []
+
+
+async def test_a_failure_is_not_remembered_on_disk(tmp_path: Path) -> None:
+    config = double_config(tmp_path, toolchain_dir=_liar(tmp_path))
+    res = await grade(submission(), grade_task(), config)
+    assert not res.judged
+    assert not list((tmp_path / "cache" / "selftest").glob("*.json"))
+
+
+def test_the_key_changes_with_what_a_pass_depends_on(tmp_path: Path) -> None:
+    tc = _double()
+    base = selftest.selftest_key(tc, double_config(tmp_path))
+    assert base == selftest.selftest_key(tc, double_config(tmp_path, work_root=tmp_path / "elsewhere"))
+    assert base != selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"))
+    assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048))
