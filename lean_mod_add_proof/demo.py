@@ -2,8 +2,9 @@
 
 It starts `serve-baseline` (reference policy) on a free 127.0.0.1 port, runs vf-eval on three
 small training tasks with the taskset's default env (null harness, subprocess runtime), then
-prints one row per rollout from traces.jsonl and stops the server. Without a Lean toolchain the
-run still completes, every grade fails at the toolchain stage, and the demo says so.
+prints one row per rollout from traces.jsonl and stops the server. The run uses
+`on_grader_error=zero`, so that without a Lean toolchain it still completes: every row then says
+"could not judge" (no verdict, which is not a rejection), and the demo says how to install Lean.
 
 Exit status: 0 when vf-eval ran and wrote traces (whatever the rewards), non-zero otherwise.
 """
@@ -29,7 +30,7 @@ from lean_mod_add_proof.constants import TASKSET_ID
 
 API_KEY_VAR = "LEAN_MOD_ADD_PROOF_BASELINE_KEY"
 STAGES = ("guard_passed", "build_passed", "leanchecker_passed", "statement_passed", "axioms_passed")
-NO_TOOLCHAIN = "Lean toolchain not found"
+NOT_JUDGED = "could not judge"
 
 console = Console() if sys.stdout.isatty() else Console(width=120)
 
@@ -62,6 +63,7 @@ def vf_eval_argv(
     max_p: int = 7,
     model: str = "baseline-reference",
     rich: bool = False,
+    on_grader_error: str = "zero",
     extra: Sequence[str] = (),
 ) -> list[str]:
     argv = [
@@ -84,6 +86,10 @@ def vf_eval_argv(
         API_KEY_VAR,
         "-m",
         model,
+        # A demo shows every row: a grade without a verdict scores 0.0 here instead of erroring
+        # the rollout (the taskset's default, `raise`, is what training runs want).
+        "--env.taskset.task.on-grader-error",
+        on_grader_error,
     ]
     if not rich:
         argv.append("--no-rich")
@@ -111,6 +117,7 @@ def trace_row(trace: dict[str, Any]) -> dict[str, Any]:
         "task": task.get("id") or (trace.get("task") or {}).get("key", "?"),
         "reward": reward.get("score"),
         "stages": {s: metrics.get(f"lean_stages/{s}") for s in STAGES},
+        "judged": metrics.get("lean_stages/judged"),
         "seconds": metrics.get("lean_stages/grader_seconds"),
         "reason": grade.get("reason") or (errors[-1].get("message") if errors else "no grade recorded"),
         "ok": bool(trace.get("ok")),
@@ -126,6 +133,7 @@ def results_table(rows: list[dict[str, Any]]) -> Table:
     table.add_column("#", justify="right")
     table.add_column("task")
     table.add_column("reward", justify="right")
+    table.add_column("judged", justify="center")
     for stage in STAGES:
         table.add_column(stage.removesuffix("_passed"), justify="center")
     table.add_column("grader s", justify="right")
@@ -133,7 +141,7 @@ def results_table(rows: list[dict[str, Any]]) -> Table:
         reward = "-" if row["reward"] is None else f"{row['reward']:.1f}"
         seconds = "-" if row["seconds"] is None else f"{row['seconds']:.2f}"
         flags = (_flag(row["stages"][s]) for s in STAGES)
-        table.add_row(str(i), row["task"], reward, *flags, seconds)
+        table.add_row(str(i), row["task"], reward, _flag(row["judged"]), *flags, seconds)
     return table
 
 
@@ -147,19 +155,20 @@ def print_reasons(rows: list[dict[str, Any]]) -> None:
 
 
 def explain(rows: list[dict[str, Any]]) -> None:
-    no_lean = [r for r in rows if NO_TOOLCHAIN in (r["reason"] or "")]
-    if rows and len(no_lean) == len(rows):
+    unjudged = [r for r in rows if (r["reason"] or "").startswith(NOT_JUDGED)]
+    if rows and len(unjudged) == len(rows):
         console.print(
-            "[bold yellow]No Lean toolchain is installed here, so every grade failed at the toolchain "
-            "stage and every reward is 0.0.[/] The run itself worked: model call, taskset, grader and "
-            "traces. Nothing was verified by Lean.\n"
+            "[bold yellow]Could not judge any rollout:[/] no verdict was reached, which is not a "
+            "rejection (a training run, with the default on_grader_error=raise, would error these "
+            "rollouts instead of training on them). The run itself worked: model call, taskset, "
+            "grader and traces. Nothing was verified by Lean.\n"
             "To grade for real: `make lean` (or `lean-mod-add-proof install-lean`), then "
-            "`lean-mod-add-proof doctor`, then run `make demo` again."
+            "`make lean-check`, then run `make demo` again."
         )
-    elif no_lean:
-        console.print(f"[yellow]{len(no_lean)} of {len(rows)} grades failed for want of a Lean toolchain.[/]")
+    elif unjudged:
+        console.print(f"[yellow]{len(unjudged)} of {len(rows)} grades could not be judged.[/]")
     accepted = sum(1 for r in rows if r["reward"] == 1.0)
-    console.print(f"{accepted} of {len(rows)} rollouts accepted by Lean's kernel.")
+    console.print(f"{accepted} of {len(rows)} rollouts accepted by the kernel.")
 
 
 def run_demo(output_dir: Path, n: int, max_p: int, policy: str) -> int:

@@ -56,6 +56,7 @@ def make_task(p: int = 5, hidden: int = 8, seed: int = 0, weights: str | None = 
         n_pairs=p * p,
         n_train_pairs=p * p,
         max_abs_weight=1,
+        kernel_mul_adds=2 * p**3 * hidden,
     )
 
 

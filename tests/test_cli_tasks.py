@@ -101,7 +101,9 @@ def test_install_lean_fails_fast_without_network(capsys, tmp_path: Path, monkeyp
     assert "needs internet access" in err and "elan toolchain install" in err
 
 
-def test_tasks_shows_and_sorts_by_kernel_work(capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tasks_shows_and_sorts_by_kernel_work(
+    capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "250")
     code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--sort", "kernel-mul-adds", "--json")
     assert code == 0

@@ -95,7 +95,9 @@ def test_training_calls_no_blas_and_no_numpy_transcendental(monkeypatch: pytest.
 
     def integer_matmul_only(a, b, *args, **kwargs):
         # Integer matmul is numpy's own exact loop; float matmul is handed to BLAS.
-        if not (np.issubdtype(np.asarray(a).dtype, np.integer) and np.issubdtype(np.asarray(b).dtype, np.integer)):
+        if not (
+            np.issubdtype(np.asarray(a).dtype, np.integer) and np.issubdtype(np.asarray(b).dtype, np.integer)
+        ):
             raise AssertionError("training called np.matmul on floats (BLAS)")
         return real_matmul(a, b, *args, **kwargs)
 

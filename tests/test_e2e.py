@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import STAGE_KEYS
+from helpers import DOUBLE_DIR, STAGE_KEYS
 
 from lean_mod_add_proof.cli.baseline import running_server
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks
@@ -142,10 +142,62 @@ def test_vf_eval_against_baseline_server(tmp_path: Path) -> None:
         assert info["task_id"] == trace["task"]["data"]["id"]
         assert info["reason"]
         assert trace["metrics"]["lean_stages/guard_passed"] == 1.0  # the reference passes the guard
-        if info["failed_stage"] == "toolchain":
-            assert reward["score"] == 0.0 and "Lean toolchain not found" in info["reason"]
+        if not info["judged"]:
+            assert reward["score"] == 0.0 and info["reason"].startswith("could not judge: Lean toolchain")
+            assert trace["metrics"]["lean_stages/judged"] == 0.0
         else:  # a machine with Lean: the reference proof must be accepted
             assert reward["score"] == 1.0 and info["accepted"], info["reason"]
         # The model's reply really went through the harness: it is the server's answer.
         replies = [n["message"]["content"] for n in trace["nodes"] if n["message"]["role"] == "assistant"]
         assert replies and "decide +kernel" in replies[-1]
+
+
+def _run_vf_eval(tmp_path: Path, policy: str, run: str, **kwargs) -> list[dict]:
+    if not (VENV_BIN / "uv").is_file() and shutil.which("uv") is None:
+        pytest.skip("uv not installed (the null harness needs it): run `make setup`")
+    out_dir = tmp_path / "runs"
+    with running_server(policy) as server:
+        argv = vf_eval_argv(server.base_url, out_dir, run, n=2, max_p=5, **kwargs)
+        done = subprocess.run(
+            argv, env=child_env(), capture_output=True, text=True, timeout=900, cwd=tmp_path
+        )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return read_traces(out_dir / run / "traces.jsonl")
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_vf_eval_without_lean_errors_rollouts_by_default(tmp_path: Path) -> None:
+    """The default on_grader_error=raise: a grade with no verdict errors the rollout (ok=False,
+    the reason in errors) rather than handing the trainer a 0.0 that looks like a wrong proof."""
+    empty = tmp_path / "no-toolchain"
+    empty.mkdir()
+    extra = ["--env.taskset.task.toolchain-dir", str(empty)]
+    traces = _run_vf_eval(tmp_path, "reference", "raise", on_grader_error="raise", extra=extra)
+    assert len(traces) == 2
+    for trace in traces:
+        assert not trace["ok"]
+        assert any("could not judge" in e["message"] for e in trace["errors"]), trace["errors"]
+        assert trace["metrics"]["lean_stages/judged"] == 0.0
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_vf_eval_with_the_toolchain_double_and_the_selftest(tmp_path: Path) -> None:
+    """Through real vf-eval with the self-test on, as in production: the double (not Lean; it
+    proves nothing) first gets the canaries' verdicts, then the reference reply is accepted and a
+    guard violation is rejected, both judged."""
+    extra = [
+        "--env.taskset.task.toolchain-dir",
+        str(DOUBLE_DIR),
+        "--env.taskset.task.sandbox",
+        "off",
+        "--env.taskset.task.cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    accepted = _run_vf_eval(tmp_path, "reference", "ref", on_grader_error="raise", extra=extra)
+    assert [t["rewards"]["kernel_accepts"]["score"] for t in accepted] == [1.0, 1.0]
+    assert all(t["ok"] and t["info"]["lean_grader"]["judged"] for t in accepted)
+    rejected = _run_vf_eval(tmp_path, "guard-violation", "cheat", on_grader_error="raise", extra=extra)
+    assert [t["rewards"]["kernel_accepts"]["score"] for t in rejected] == [0.0, 0.0]
+    assert all(t["ok"] and t["info"]["lean_grader"]["failed_stage"] == "guard" for t in rejected)

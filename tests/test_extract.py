@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from lean_mod_add_proof.grading.extract import Extraction, extract_submission
+from lean_mod_add_proof.grading.extract import Extraction, extract_submission, normalise_newlines
+from lean_mod_add_proof.grading.guard import as_lean_file
 
 CODE = "import LeanCheckedNetwork.Weights\n\ntheorem t : True := trivial\n"
 
@@ -116,3 +117,13 @@ def test_several_megabytes_is_fast(reply: str) -> None:
     started = time.perf_counter()
     extract_submission(reply)
     assert time.perf_counter() - started < 3.0
+
+
+def test_newline_normalisation_is_shared_with_the_guard() -> None:
+    # The guard normalises with the same function, so a CRLF file is judged alike on its own
+    # (`lean-mod-add-proof guard FILE`) and inside a reply (the pipeline).
+    assert normalise_newlines("a\r\nb\rc\n\r\n") == "a\nb\nc\n\n"
+    assert as_lean_file("a\r\nb") == "a\nb\n"
+    reply = "```lean\r\nimport X\r\n-- y\r```"
+    code = extract_submission(reply).code
+    assert code is not None and code == as_lean_file("import X\r\n-- y")

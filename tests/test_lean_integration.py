@@ -1,7 +1,9 @@
-"""The grader against the real pinned Lean toolchain. Every test here is skipped (with the reason
-shown) when `leanprover/lean4:v4.35.0-rc2` is not installed; none of them ran on the machine this
-was written on, which has no Lean. The expected stages follow lean-facts.md; premises marked [U]
-there are noted where a test depends on them."""
+"""The grader against the real pinned Lean toolchain. Every test here is skipped, with the reason
+shown, when `leanprover/lean4:v4.35.0-rc2` is not installed; none of them has run on the machines
+this was written on, which have no Lean. `make lean-check` runs them after the self-test.
+
+They exercise what the self-test's canaries do not: the largest task, both reference proofs,
+coercions, shadowed names, native evaluation and build-time code under the sandbox."""
 
 from __future__ import annotations
 
@@ -9,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from lean_mod_add_proof.constants import LEAN_TOOLCHAIN, reference_submission, theorem_signature
-from lean_mod_add_proof.dataset.tasks import (
-    DEFAULT_TASKS_DIR,
-    TaskRecord,
-    TaskSetError,
-    load_tasks,
-    weights_path,
+from lean_mod_add_proof.constants import (
+    LEAN_TOOLCHAIN,
+    reference_submission,
+    single_decide_submission,
+    theorem_signature,
 )
+from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, NETWORK_LEAN_PATH, load_tasks, weights_path
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
@@ -31,117 +32,134 @@ if "toolchain double" in _FOUND.version:
 
 pytestmark = pytest.mark.lean
 P = 5
+HEADER = "import LeanCheckedNetwork.Weights\n\n"
 
 
-def _small_task() -> tuple[TaskRecord, str]:
-    try:
-        records = [r for r in load_tasks(DEFAULT_TASKS_DIR) if r.p == P]
-    except TaskSetError as exc:
-        pytest.skip(f"no committed task set to take a p={P} network from: {exc}")
+def _task(p: int, hidden: int):  # -> GradeTask, imported after the module-level skip
+    from lean_mod_add_proof.grading.pipeline import GradeTask
+
+    records = [r for r in load_tasks(DEFAULT_TASKS_DIR) if r.p == p and r.hidden == hidden]
     if not records:
-        pytest.skip(f"the committed task set has no p={P} task")
-    record = min(records, key=lambda r: (r.hidden, r.seed))
-    return record, weights_path(DEFAULT_TASKS_DIR, record.id).read_text(encoding="utf-8")
+        pytest.skip(f"the committed task set has no p={p}, H={hidden} task")
+    record = min(records, key=lambda r: r.seed)
+    return GradeTask(
+        task_id=record.id,
+        p=p,
+        network_lean=NETWORK_LEAN_PATH.read_text(encoding="utf-8"),
+        weights_lean=weights_path(DEFAULT_TASKS_DIR, record.id).read_text(encoding="utf-8"),
+    )
 
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory: pytest.TempPathFactory) -> GraderConfig:
     root = tmp_path_factory.mktemp("lean")
-    return GraderConfig(timeout_s=600, work_root=root / "work", cache_dir=root / "cache")
+    return GraderConfig(timeout_s=600, work_root=root / "work", cache_dir=root / "cache", sandbox="auto")
 
 
-async def _grade(text: str, config: GraderConfig, *, skip_guard: bool = False) -> GradeResult:
-    from lean_mod_add_proof.grading.pipeline import grade  # after the module-level skip
+async def _grade(text: str, config: GraderConfig, *, skip_guard: bool = False, p: int = P) -> GradeResult:
+    from lean_mod_add_proof.grading.pipeline import grade
 
-    task, weights = _small_task()
-    return await grade(text, task, weights, config, skip_guard=skip_guard)
-
-
-HEADER = "import LeanCheckedNetwork.Weights\n\n"
+    hidden = 8
+    return await grade(text, _task(p, hidden), config, skip_guard=skip_guard)
 
 
-async def test_reference_proof_is_accepted(config: GraderConfig) -> None:
-    res = await _grade(reference_submission(P), config)
-    assert res.accepted, (res.reason, [c.output_tail for c in res.commands])
+def _explain(res: GradeResult) -> tuple[str, list[str]]:
+    return res.reason, [c.output_tail for c in res.commands]
+
+
+def test_toolchain_is_the_pinned_one() -> None:
+    assert isinstance(_FOUND, Toolchain)
+    assert _FOUND.lean.is_file() and (_FOUND.dir / "lib" / "lean" / "Init.olean").is_file()
+
+
+async def test_the_selftest_passes(config: GraderConfig) -> None:
+    from lean_mod_add_proof.grading.selftest import run_selftest
+
+    assert isinstance(_FOUND, Toolchain)
+    report = await run_selftest(_FOUND, config, NETWORK_LEAN_PATH.read_text(encoding="utf-8"))
+    assert report.passed, [(c.name, c.got) for c in report.canaries if not c.passed]
+
+
+@pytest.mark.parametrize("proof", [reference_submission, single_decide_submission], ids=["per-row", "single"])
+@pytest.mark.parametrize(("p", "hidden"), [(5, 8), (23, 32)], ids=["smallest", "largest"])
+async def test_reference_proofs_are_accepted_kernel_once(
+    config: GraderConfig, proof, p: int, hidden: int
+) -> None:
+    # The build skips the kernel (-Ddebug.skipKernelTC=true); the judge's replay is the one check.
+    from lean_mod_add_proof.grading.pipeline import grade
+
+    res = await grade(proof(p), _task(p, hidden), config.model_copy(update={"timeout_s": 900}))
+    print(f"p={p} H={hidden} {proof.__name__}: {res.stage_seconds}, peak {res.peak_memory_mb} MiB")
+    assert res.accepted, _explain(res)
+    assert "-Ddebug.skipKernelTC=true" in res.commands[-2].argv
     assert set(res.axioms or []) <= {"propext", "Classical.choice", "Quot.sound"}
 
 
-async def test_reference_proof_is_accepted_on_the_largest_task(config: GraderConfig) -> None:
-    # The heaviest brute force in the set (p=23, H=32: 529 pairs x 23 dot products of 32 Ints),
-    # under the default 300 s deadline. Never measured here [U]; the build time is printed so a
-    # run on a machine with Lean shows how much of the budget it takes.
-    from lean_mod_add_proof.grading.pipeline import grade
-
-    records = [r for r in load_tasks(DEFAULT_TASKS_DIR) if r.p == 23 and r.hidden == 32]
-    if not records:
-        pytest.skip("the committed task set has no p=23, H=32 task")
-    task = min(records, key=lambda r: r.seed)
-    weights = weights_path(DEFAULT_TASKS_DIR, task.id).read_text(encoding="utf-8")
-    res = await grade(reference_submission(23), task, weights, config.model_copy(update={"timeout_s": 300}))
-    print(f"{task.id}: {res.stage_seconds} (grader {res.grader_seconds} s)")
-    assert res.accepted, (res.reason, [c.output_tail for c in res.commands])
+async def test_true_plus_coercion_fails_at_the_statement(config: GraderConfig) -> None:
+    # A theorem stated as True, and a CoeDep instance that would let `theorem _ : Spec := thm`
+    # elaborate by coercion. The judge's kernel check inserts nothing, so the types must match.
+    text = HEADER + (
+        "open LeanCheckedNetwork.Net in\n"
+        "instance coeTrueSpec : CoeDep True trivial Spec := ⟨by decide⟩\n\n"
+        f"theorem LeanCheckedNetwork.Net.adds_mod_{P} : True := trivial\n"
+    )
+    res = await _grade(text, config, skip_guard=True)
+    assert res.judged and res.failed_stage == "statement", _explain(res)
 
 
-async def test_weaker_statement_fails_at_statement(config: GraderConfig) -> None:
-    res = await _grade(HEADER + f"theorem LeanCheckedNetwork.Net.adds_mod_{P} : True := trivial\n", config)
-    assert res.failed_stage == "statement", res.reason
-
-
-async def test_ix_c_shadow_spec_fails_at_statement(config: GraderConfig) -> None:
-    # A Spec of its own in a namespace the old dotted check-theorem name would have opened.
+async def test_a_shadow_spec_fails_at_the_statement(config: GraderConfig) -> None:
     text = HEADER + (
         "def LeanModAddProofCheck.LeanCheckedNetwork.Net.Spec : Prop := True\n\n"
         f"theorem LeanCheckedNetwork.Net.adds_mod_{P} : "
         "LeanModAddProofCheck.LeanCheckedNetwork.Net.Spec := trivial\n"
     )
     res = await _grade(text, config)
-    assert res.failed_stage == "statement", res.reason
+    assert res.judged and res.failed_stage == "statement", _explain(res)
 
 
-async def test_skip_kernel_tc_is_caught_by_leanchecker(config: GraderConfig) -> None:
-    # Premises ([L], not run on a toolchain):
-    # - The "invalid declaration, it uses unsafe declaration" check lives in the kernel
-    #   (type_checker::infer_constant); the elaborator's addDecl calls addDeclCore with
-    #   check := !debug.skipKernelTC (lean4 src/Lean/AddDecl.lean), so the build accepts the
-    #   theorem. No elaborator-side unsafe check was found in the sources read.
-    # - leanchecker's replay does NOT add unsafe/partial constants at all
-    #   (lean4 src/Lean/Replay.lean, `replay`: "We skip unsafe constants, and also partial
-    #   constants"), so the replay of the theorem fails with "(kernel) unknown constant 'cheat'"
-    #   (or similar), not with "uses unsafe declaration". Either way the stage is leanchecker.
-    # - `«debug».skipKernelTC` is the escaped spelling of the option `debug.skipKernelTC`; the
-    #   guard is skipped here on purpose (it rejects `«`, `debug`, `unsafe`, `skipKernelTC`).
+async def test_a_sorry_with_the_guard_skipped_fails_at_the_axiom_walk(config: GraderConfig) -> None:
+    res = await _grade(HEADER + f"{theorem_signature(P)} := by\n  sorry\n", config, skip_guard=True)
+    assert res.judged and res.failed_stage == "axioms", _explain(res)
+    assert "sorryAx" in (res.axioms or [])
+
+
+async def test_a_planted_import_is_rejected(config: GraderConfig) -> None:
+    from lean_mod_add_proof.grading.pipeline import grade
+
+    text = HEADER + "import LeanCheckedNetwork.Extra\n\n" + reference_submission(P).removeprefix(HEADER)
+    res = await grade(
+        text,
+        _task(P, 8),
+        config,
+        skip_guard=True,
+        extra_modules={"LeanCheckedNetwork.Extra": "theorem extraFact : True := trivial\n"},
+    )
+    assert res.judged and res.failed_stage == "leanchecker", _explain(res)
+    assert "LeanCheckedNetwork.Extra" in res.reason
+
+
+async def test_unsafe_under_skip_kernel_tc_is_caught_by_the_replay(config: GraderConfig) -> None:
+    # The replay skips unsafe constants (src/Lean/Replay.lean), so the theorem meets an unknown
+    # constant in the kernel.
     text = HEADER + (
         "unsafe def cheat : False := cheat\n\n"
-        "set_option «debug».skipKernelTC true in\n"
+        "set_option debug.skipKernelTC true in\n"
         f"{theorem_signature(P)} := cheat.elim\n"
     )
     res = await _grade(text, config, skip_guard=True)
-    assert res.failed_stage == "leanchecker", (res.reason, [c.output_tail for c in res.commands])
-
-
-async def test_custom_axiom_fails_at_axioms(config: GraderConfig) -> None:
-    text = HEADER + f"axiom cheat : False\n\n{theorem_signature(P)} := cheat.elim\n"
-    res = await _grade(text, config, skip_guard=True)
-    assert res.failed_stage == "axioms", res.reason
-    assert any("cheat" in a for a in res.axioms or [])
+    assert res.judged and res.failed_stage in ("build", "leanchecker"), _explain(res)
 
 
 @pytest.mark.parametrize("tactic", ["decide +native", "native_decide"])
 async def test_native_evaluation_fails_at_axioms(config: GraderConfig, tactic: str) -> None:
     res = await _grade(HEADER + f"{theorem_signature(P)} := by\n  {tactic}\n", config, skip_guard=True)
-    assert res.failed_stage == "axioms", res.reason
-
-
-def test_toolchain_is_the_pinned_one() -> None:
-    assert isinstance(_FOUND, Toolchain)
-    assert Path(_FOUND.lake).is_file() and Path(_FOUND.leanchecker).is_file()
+    assert res.judged and res.failed_stage == "axioms", _explain(res)
 
 
 async def test_build_time_code_stays_inside_the_sandbox(config: GraderConfig, tmp_path: Path) -> None:
-    # With the guard off, a tactic configuration runs code during `lake build` (Meta.evalExpr',
-    # premise [U] from the guard red-team): here it tries to write a file on the host. Under
-    # bubblewrap the host's temp directory is hidden behind a fresh tmpfs and only the package
-    # is writable, so the file must not appear, whatever the grade's verdict.
+    # With the guard off, a tactic configuration runs code while the file elaborates
+    # (Meta.evalExpr', src/Lean/Elab/Tactic/Config.lean). Under bubblewrap only the grade's own
+    # directory is writable, so the file must not appear on the host, whatever the verdict.
     from lean_mod_add_proof.grading.sandbox import probe_sandbox
 
     if not probe_sandbox().available:
@@ -149,11 +167,11 @@ async def test_build_time_code_stays_inside_the_sandbox(config: GraderConfig, tm
     marker = tmp_path / "written-by-the-build"
     text = HEADER + (
         "def pwn (_ : Unit) : Bool :=\n"
-        f'  match EStateM.run (timeit "" (.FS.writeFile "{marker}" "x")) () with\n'
+        f'  match EStateM.run (IO.FS.writeFile "{marker}" "x") () with\n'
         "  | .ok _ _ => true\n"
         "  | .error _ _ => false\n\n"
         f"{theorem_signature(P)} := by\n  decide (kernel := pwn ())\n"
     )
     res = await _grade(text, config.model_copy(update={"sandbox": "on"}), skip_guard=True)
     assert res.sandboxed
-    assert not marker.exists(), "the build wrote outside its package despite the sandbox"
+    assert not marker.exists(), "build-time code wrote outside its grade despite the sandbox"

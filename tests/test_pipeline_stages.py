@@ -119,7 +119,8 @@ async def test_a_judge_without_a_verdict_is_could_not_judge(
         ("judge axioms propext Quot.sound", "subset", True, ["Quot.sound", "propext"]),
         ("judge no-axioms", "subset", True, []),
         ("judge axioms propext", "exact", False, ["propext"]),
-        ("judge axioms propext Classical.choice Quot.sound", "exact", True, ["Classical.choice", "Quot.sound", "propext"]),
+        ("judge axioms propext Classical.choice Quot.sound", "exact", True, ["Classical.choice", "Quot.sound",
+                                                                             "propext"]),
         ("judge axioms propext «Classical.choice»", "subset", False, ["propext", "«Classical.choice»"]),
     ],
 )  # fmt: skip

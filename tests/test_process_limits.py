@@ -133,6 +133,21 @@ async def test_memory_under_the_cap_reports_the_summed_peak(tmp_path: Path) -> N
     assert 6 * 60 <= out.peak_rss_mb < 512
 
 
+async def test_threads_are_not_counted_as_processes_or_memory(tmp_path: Path) -> None:
+    """A thread's /proc/<tid>/stat shows its process's parent and the whole process's RSS:
+    counted as a process it would multiply the memory and trip the process cap."""
+    py = python_for(False)
+    code = (
+        "import threading, time; x = b'a' * (100 << 20); e = threading.Event(); "
+        "ts = [threading.Thread(target=e.wait) for _ in range(12)]; [t.start() for t in ts]; "
+        "time.sleep(0.4); e.set(); print('done')"
+    )
+    out = await run(tmp_path, [py, "-S", "-c", code], lim=limits(tmp_path, memory_mb=300, max_processes=3))
+    assert out.limit_exceeded is None, out.limit_exceeded
+    assert out.record.exit_code == 0 and out.text == "done\n"
+    assert 100 <= out.peak_rss_mb < 200
+
+
 # ---- processes -------------------------------------------------------------------------------
 
 
@@ -242,6 +257,27 @@ async def test_escapees_are_dead_when_run_command_returns(tmp_path: Path, how: s
     out = await run(tmp_path, ["sh", "-c", script], sandboxed=sandboxed)
     assert out.record.exit_code == 0, out.text
     assert processes_with(mark) == []  # right away, not eventually
+
+
+@pytest.mark.parametrize("why", ["no ns_last_pid", "too many new pids"])
+async def test_the_whole_listing_fallback_finds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    """Without /proc/sys/kernel/ns_last_pid (or after a burst of new pids) each look lists all
+    of /proc instead of just the new pids: escapees, threads and caps work the same."""
+    if why == "no ns_last_pid":
+        monkeypatch.setattr(process, "_last_pid", lambda: None)
+    else:
+        monkeypatch.setattr(process, "_RANGE_MAX", 0)
+    mark = marker()
+    out = await run(tmp_path, ["sh", "-c", ESCAPES["double-fork-setsid"].format(m=mark)])
+    assert out.record.exit_code == 0 and processes_with(mark) == []
+    out = await run(tmp_path, ["sh", "-c", ESCAPES["tracked-then-orphaned"].format(m=mark)])
+    assert out.record.exit_code == 0 and processes_with(mark) == []
+    script = f"for i in $(seq 40); do sleep {mark} & done; wait"
+    out = await run(tmp_path, ["sh", "-c", script], lim=limits(tmp_path, max_processes=20))
+    assert out.limit_exceeded == "process cap exceeded (more than 20 processes)"
+    assert processes_with(mark) == []
 
 
 @needs_bwrap

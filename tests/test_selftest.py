@@ -24,7 +24,8 @@ YES_LEAN = """#!/bin/sh
 # A toolchain that is not Lean and says yes to everything.
 if [ "$1" = --version ]; then echo "Lean (version 4.35.0-rc2, a liar)"; exit 0; fi
 if [ "$1" = --run ]; then
-  echo '{"judge":1,"verdict":"ok","reason":"","imports":[],"replayed":1,"theorem_kind":"theorem","axioms":[],"check_axioms":[]}'
+  printf '{"judge":1,"verdict":"ok","reason":"","imports":[],"replayed":1,'
+  echo '"theorem_kind":"theorem","axioms":[],"check_axioms":[]}'
   exit 0
 fi
 while [ $# -gt 0 ]; do
@@ -93,7 +94,9 @@ async def test_a_yes_toolchain_makes_every_grade_could_not_judge(tmp_path: Path)
     for text in (submission(), submission() + "theorem x : False := by exact absurd rfl (by decide)\n"):
         res = await grade(text, grade_task(), config)
         assert not res.accepted and not res.judged and res.reward == 0.0
-        assert res.reason.startswith("could not judge: toolchain self-test failed: a sorry proof was accepted")
+        assert res.reason.startswith(
+            "could not judge: toolchain self-test failed: a sorry proof was accepted"
+        )
 
 
 async def test_grades_wait_for_one_selftest_and_it_is_remembered(tmp_path: Path) -> None:

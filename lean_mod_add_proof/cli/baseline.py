@@ -22,6 +22,7 @@ from typing import Any
 from lean_mod_add_proof.constants import (
     WEIGHTS_MODULE,
     reference_submission,
+    single_decide_submission,
     theorem_name,
 )
 
@@ -44,8 +45,12 @@ def reference_reply(p: int) -> str:
     )
 
 
+def reference_single_reply(p: int) -> str:
+    return "One decide over every pair.\n\n" + _lean_block(single_decide_submission(p))
+
+
 def wrong_statement_reply(p: int) -> str:
-    """Right name, weaker statement: builds, but the Check.lean statement stage must reject it."""
+    """Right name, weaker statement: builds, but the judge's statement check must reject it."""
     body = (
         f"import {WEIGHTS_MODULE}\n\n"
         f"theorem {theorem_name(p)} : ∀ a, a < {p} → ∀ b, b < {p} → True :=\n"
@@ -72,6 +77,7 @@ def no_code_reply(p: int) -> str:
 
 POLICIES: dict[str, Callable[[int], str]] = {
     "reference": reference_reply,
+    "reference-single": reference_single_reply,
     "wrong-statement": wrong_statement_reply,
     "guard-violation": guard_violation_reply,
     "missing-import": missing_import_reply,

@@ -1,0 +1,169 @@
+"""The `guard`, `grade`, `doctor` and `calibrate` commands (the double stands in for Lean)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import DOUBLE_DIR, make_task, submission, weights_text
+
+from lean_mod_add_proof.cli import main
+from lean_mod_add_proof.grading import selftest
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the default cache dir lives under it
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
+    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOOLCHAIN", raising=False)
+    selftest.forget()
+
+
+def _task_dir(tmp_path: Path) -> Path:
+    tasks = tmp_path / "tasks"
+    record = make_task()
+    (tasks / record.id).mkdir(parents=True, exist_ok=True)
+    (tasks / record.id / "Weights.lean").write_text(weights_text(), encoding="utf-8")
+    (tasks / "tasks.jsonl").write_text(json.dumps(record.to_json()) + "\n", encoding="utf-8")
+    return tasks
+
+
+def _common(tmp_path: Path) -> list[str]:
+    return [
+        "--tasks-dir",
+        str(_task_dir(tmp_path)),
+        "--work-root",
+        str(tmp_path / "work"),
+        "--sandbox",
+        "off",
+    ]
+
+
+def test_cli_guard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, bad, binary = tmp_path / "good.lean", tmp_path / "bad.lean", tmp_path / "bin.lean"
+    good.write_text(submission())
+    bad.write_text(submission() + "theorem t : False := sorry\n")
+    binary.write_bytes(b"\xff\xfe import")
+    assert main(["guard", str(good)]) == 0
+    assert main(["guard", str(bad)]) == 1
+    assert "sorry" in capsys.readouterr().err
+    assert main(["guard", str(bad), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["passed"] is False
+    assert main(["guard", str(binary)]) == 2
+    assert main(["guard", str(tmp_path / "missing.lean")]) == 2
+
+
+def test_cli_guard_judges_crlf_as_the_pipeline_does(tmp_path: Path) -> None:
+    from lean_mod_add_proof.grading.extract import extract_submission
+    from lean_mod_add_proof.grading.guard import check_guard
+
+    crlf = tmp_path / "crlf.lean"
+    crlf.write_bytes(submission().replace("\n", "\r\n").encode())
+    reply = "```lean\r\n" + submission().replace("\n", "\r\n") + "```\r\n"
+    extracted = extract_submission(reply).code
+    assert extracted is not None
+    assert (main(["guard", str(crlf)]) == 0) is check_guard(extracted).passed is True
+
+
+def test_cli_grade_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = [*_common(tmp_path), "--toolchain-dir", str(DOUBLE_DIR)]
+    good, bad = tmp_path / "good.lean", tmp_path / "bad.lean"
+    good.write_text(submission())
+    bad.write_text(submission("judge replay-fail nope"))
+    assert main(["grade", "p05_h08_s0", str(good), *common]) == 0
+    out = capsys.readouterr().out
+    assert "ACCEPTED" in out and "leanchecker" in out
+    assert main(["grade", "p05_h08_s0", str(bad), *common, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["failed_stage"] == "leanchecker"
+    assert main(["grade", "p99_h08_s0", str(good), *common]) == 2
+    assert "unknown task id" in capsys.readouterr().err
+    assert main(["grade", "p05_h08_s0", str(tmp_path / "missing.lean"), *common, "--json"]) == 2
+    assert "error" in json.loads(capsys.readouterr().out)
+
+
+def test_cli_grade_without_lean_is_could_not_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.lean"
+    good.write_text(submission())
+    assert main(["grade", "p05_h08_s0", str(good), *_common(tmp_path), "--json"]) == 3
+    result = json.loads(capsys.readouterr().out)
+    assert result["judged"] is False and result["reason"].startswith("could not judge: Lean toolchain")
+    assert main(["grade", "p05_h08_s0", str(good), *_common(tmp_path)]) == 3
+    assert "COULD NOT JUDGE" in capsys.readouterr().out
+
+
+def test_cli_grade_reply(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reply = tmp_path / "reply.txt"
+    reply.write_text("Here is my proof.\n```lean\n" + submission() + "```\n")
+    common = [*_common(tmp_path), "--toolchain-dir", str(DOUBLE_DIR), "--cache-dir", str(tmp_path / "c")]
+    assert main(["grade", "p05_h08_s0", str(reply), "--reply", *common, "--json"]) == 0
+    assert "extract" in json.loads(capsys.readouterr().out)["stage_seconds"]
+    # without --reply the fences are part of the file, which the guard refuses
+    assert main(["grade", "p05_h08_s0", str(reply), *common]) == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--timeout-s", "-1"], "--timeout-s '-1': input should be greater than 0"),
+        (["--memory-mb", "10"], "--memory-mb '10': input should be greater than or equal to 64"),
+        (["--max-file-mb", "lots"], "--max-file-mb 'lots': input should be a valid integer"),
+    ],
+)
+def test_cli_bad_settings_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    good = tmp_path / "good.lean"
+    good.write_text(submission())
+    assert main(["grade", "p05_h08_s0", str(good), *_common(tmp_path), *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in " ".join(err.split()) and "pydantic" not in err and "http" not in err
+
+
+def test_cli_doctor_without_toolchain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ready"] is False
+    (lean,) = [c for c in report["checks"] if c["name"] == "Lean toolchain"]
+    assert "lean-mod-add-proof install-lean" in lean["fix"]
+    assert main(["doctor"]) == 1
+    assert "Not ready" in capsys.readouterr().out
+
+
+def test_cli_doctor_shows_the_double_and_the_sandbox_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["doctor", "--json", "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"])
+    report = json.loads(capsys.readouterr().out)
+    (lean,) = [c for c in report["checks"] if c["name"] == "lean"]
+    assert "toolchain double — not Lean" in lean["detail"]
+    (box,) = [c for c in report["checks"] if c["name"] == "sandbox (bwrap)"]
+    assert box["detail"].startswith("sandbox=off (never used)") and "UNSANDBOXED" in box["detail"]
+    assert code == (0 if report["ready"] else 1)
+    main(["doctor", "--json", "--toolchain-dir", str(DOUBLE_DIR)])
+    (box,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "sandbox (bwrap)"]
+    assert box["detail"].startswith("sandbox=on (required)")
+
+
+def test_cli_doctor_selftest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
+    assert main(["doctor", "--selftest", "--json", *flags]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] and len(report["canaries"]) == len(selftest.CANARIES)
+    assert main(["doctor", "--selftest", *flags]) == 0
+    assert "Self-test passed" in capsys.readouterr().out
+    assert main(["doctor", "--selftest"]) == 3  # no toolchain here
+
+
+def test_cli_calibrate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "timings.json"
+    assert main(["calibrate", "--max-p", "5", "--out", str(out)]) == 3  # no Lean: says so
+    assert "no Lean toolchain" in capsys.readouterr().out and not out.exists()
+    flags = ["--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
+    assert main(["calibrate", *_common(tmp_path)[:2], *flags, "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    (row,) = data["tasks"]
+    assert row["task"] == "p05_h08_s0" and row["accepted"] and row["kernel_replay_seconds"] is not None
+    assert "toolchain double" in data["toolchain"]

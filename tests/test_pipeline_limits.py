@@ -1,0 +1,122 @@
+"""Per-grade limits and process handling, through the whole pipeline against the toolchain
+double: one deadline, the memory, process, disk, file-size and output caps, cancellation, and
+no process or directory left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+from helpers import marker, processes_with, run_double, submission, wait_gone, work_dirs
+
+from lean_mod_add_proof.grading import workdirs
+
+
+async def test_memory_cap_is_the_summed_rss_and_names_itself(tmp_path: Path) -> None:
+    res = await run_double(submission("build alloc 300"), tmp_path, memory_mb=128)
+    assert res.failed_stage == "build" and res.judged and not res.accepted
+    assert "memory cap exceeded" in res.reason and "> 128 MiB" in res.reason
+    assert res.peak_memory_mb > 128
+    small = await run_double(submission("build alloc 16"), tmp_path, memory_mb=256)
+    assert small.accepted, small.reason
+
+
+async def test_process_cap(tmp_path: Path) -> None:
+    res = await run_double(submission("build procs 40"), tmp_path, max_processes=16)
+    assert res.failed_stage == "build" and res.judged and "process cap exceeded" in res.reason
+    ok = await run_double(submission("build procs 3"), tmp_path, max_processes=16)
+    assert ok.accepted, ok.reason
+
+
+async def test_disk_cap(tmp_path: Path) -> None:
+    res = await run_double(
+        submission("build bigfile 40", "build sleep 3"), tmp_path, max_disk_mb=16, max_file_mb=64
+    )
+    assert res.failed_stage == "build" and res.judged and "disk cap exceeded" in res.reason
+
+
+async def test_file_size_cap(tmp_path: Path) -> None:
+    big = await run_double(submission("build bigfile 16"), tmp_path, max_file_mb=8)
+    assert big.failed_stage == "build" and "writing a 16 MiB file failed" in big.reason, big.reason
+    small = await run_double(submission("build bigfile 4"), tmp_path, max_file_mb=8)
+    assert small.accepted, small.reason
+
+
+async def test_output_cap(tmp_path: Path) -> None:
+    res = await run_double(
+        submission("build flood 3000000"), tmp_path, output_cap_bytes=65536, tail_chars=500
+    )
+    build = next(c for c in res.commands if c.argv[-1].endswith("Submission.lean"))
+    assert build.truncated and build.output_bytes > 3_000_000
+    assert len(build.output_tail) <= 500
+    assert res.accepted
+
+
+async def test_timeout_kills_grandchildren(tmp_path: Path) -> None:
+    mark = marker()
+    started = time.monotonic()
+    res = await run_double(submission(f"build spawn {mark}", "build sleep 60"), tmp_path, timeout_s=2)
+    assert time.monotonic() - started < 15
+    assert res.failed_stage == "build" and res.judged and "timed out" in res.reason
+    assert res.commands[-1].exit_code is None
+    assert await wait_gone(mark) == []
+    assert work_dirs(tmp_path) == []
+
+
+async def test_one_deadline_covers_build_and_judge(tmp_path: Path) -> None:
+    res = await run_double(submission("build sleep 1.5", "judge sleep 3"), tmp_path, timeout_s=3)
+    assert res.failed_stage == "leanchecker" and res.judged and "timed out" in res.reason
+
+
+async def test_lingering_grandchild_is_killed_when_the_command_exits(tmp_path: Path) -> None:
+    mark = marker()
+    started = time.monotonic()
+    res = await run_double(submission(f"build spawn {mark}"), tmp_path)
+    assert res.accepted, res.reason
+    assert time.monotonic() - started < 15  # did not wait for the 1000 s sleep holding the pipe
+    assert await wait_gone(mark) == []
+
+
+async def test_setsid_grandchild_is_killed_too(tmp_path: Path) -> None:
+    # setsid() takes a child out of the process group; the grader kills the whole tracked tree.
+    mark = marker()
+    try:
+        res = await run_double(submission(f"build escape {mark}"), tmp_path)
+        assert res.accepted, res.reason
+        assert await wait_gone(mark) == []
+    finally:
+        for pid in processes_with(mark):
+            os.kill(pid, 9)
+
+
+async def test_work_directory_removed_or_kept(tmp_path: Path) -> None:
+    await run_double(submission(), tmp_path)
+    await run_double(submission("build fail x"), tmp_path)
+    assert work_dirs(tmp_path) == []
+    kept = await run_double(submission(), tmp_path, keep_packages=True)
+    assert kept.package_dir is not None and Path(kept.package_dir).is_dir()
+    assert Path(kept.package_dir).name.startswith(workdirs.GRADE_DIR_PREFIX)
+    assert work_dirs(tmp_path) == [Path(kept.package_dir)]
+
+
+async def test_unsandboxed_temp_files_stay_in_the_grade(tmp_path: Path) -> None:
+    res = await run_double(submission("build env"), tmp_path, keep_packages=True)
+    tmpdir = next(line for line in res.commands[-2].output_tail.splitlines() if line.startswith("TMPDIR="))
+    assert tmpdir == f"TMPDIR={Path(res.package_dir or '') / 'tmp'}"
+
+
+async def test_cancellation_kills_everything_and_cleans_up(tmp_path: Path) -> None:
+    mark = marker()
+    job = asyncio.create_task(run_double(submission(f"build spawn {mark}", "build sleep 60"), tmp_path))
+    end = time.monotonic() + 10
+    while not processes_with(mark) and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    assert processes_with(mark), "the double never started"
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert await wait_gone(mark) == []
+    assert work_dirs(tmp_path) == []

@@ -1,0 +1,156 @@
+"""The bubblewrap sandbox around every Lean command of a grade, against the toolchain double:
+nothing outside the grade is writable, the toolchain and trusted sources are read-only, there is
+no network, the environment is fully specified, and nothing inside outlives the grade. Skipped
+with the reason when bwrap cannot run here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers import DOUBLE_DIR, marker, needs_bwrap, run_double, submission, wait_gone, weights_text
+
+
+@needs_bwrap
+async def test_sandbox_blocks_writes_outside_the_grade(tmp_path: Path) -> None:
+    target = tmp_path / "outside" / "pwned.txt"
+    target.parent.mkdir()
+    res = await run_double(submission(f"build write {target}"), tmp_path, sandbox="on")
+    assert res.sandboxed and res.failed_stage == "build" and "could not write" in res.reason
+    assert not target.exists()
+    # control: without the sandbox the same write succeeds (so the test above means something)
+    res_off = await run_double(submission(f"build write {target}"), tmp_path, sandbox="off")
+    assert res_off.accepted and target.exists()
+
+
+@needs_bwrap
+async def test_sandbox_keeps_the_toolchain_read_only(tmp_path: Path) -> None:
+    tc = tmp_path / "tc"
+    shutil.copytree(DOUBLE_DIR, tc)
+    target = tc / "bin" / "planted"
+    res = await run_double(submission(f"build write {target}"), tmp_path, sandbox="on", toolchain_dir=tc)
+    assert res.sandboxed and res.failed_stage == "build" and "could not write" in res.reason
+    assert not target.exists()
+
+
+@needs_bwrap
+async def test_sandbox_tampered_olean_is_caught(tmp_path: Path) -> None:
+    res = await run_double(submission("build tamper olean"), tmp_path, sandbox="on")
+    assert res.sandboxed and res.failed_stage == "build"
+    assert "Weights.olean" in res.reason
+
+
+@needs_bwrap
+async def test_sandbox_has_no_network(tmp_path: Path) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    accepted: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn.recv(100))
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        res = await run_double(submission(f"build connect {port}"), tmp_path, sandbox="on")
+        assert res.failed_stage == "build" and "could not connect" in res.reason
+        assert accepted == []
+        control = await run_double(submission(f"build connect {port}"), tmp_path, sandbox="off")
+        assert control.accepted, control.reason
+        time.sleep(0.3)
+        assert accepted and accepted[0].startswith(b"double-connect")
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
+
+
+@needs_bwrap
+async def test_sandbox_makes_trusted_sources_read_only(tmp_path: Path) -> None:
+    res = await run_double(submission("build tamper source"), tmp_path, sandbox="on", keep_packages=True)
+    assert res.sandboxed
+    assert "could not tamper with Weights.lean" in res.commands[-2].output_tail
+    assert res.accepted, res.reason
+    weights = Path(res.package_dir or "") / "package/LeanCheckedNetwork/Weights.lean"
+    assert weights.read_text() == weights_text()
+
+
+@needs_bwrap
+async def test_sandbox_blocks_swapping_the_source_directory(tmp_path: Path) -> None:
+    # The source directory is a read-only mount point: it cannot be moved aside and recreated.
+    # (Without the sandbox the same trick is caught by the re-hash: test_pipeline_stages.)
+    res = await run_double(submission("build tamper swapdir"), tmp_path, sandbox="on")
+    assert "could not move the source directory" in res.commands[-2].output_tail
+    assert res.accepted, res.reason
+
+
+@needs_bwrap
+async def test_sandbox_timeout_kills_everything_inside(tmp_path: Path) -> None:
+    mark = marker()
+    res = await run_double(
+        submission(f"build spawn {mark}", "build sleep 60"), tmp_path, sandbox="on", timeout_s=2
+    )
+    assert res.sandboxed and "timed out" in res.reason
+    assert await wait_gone(mark) == []
+
+
+@needs_bwrap
+async def test_sandbox_kills_escaped_grandchildren(tmp_path: Path) -> None:
+    mark = marker()
+    res = await run_double(submission(f"build escape {mark}"), tmp_path, sandbox="on")
+    assert res.accepted, res.reason
+    assert await wait_gone(mark) == []
+
+
+@needs_bwrap
+async def test_sandbox_memory_cap_applies_inside(tmp_path: Path) -> None:
+    res = await run_double(submission("build alloc 300"), tmp_path, sandbox="on", memory_mb=128)
+    assert res.sandboxed and res.failed_stage == "build" and "memory cap exceeded" in res.reason
+
+
+@needs_bwrap
+async def test_sandbox_tmp_is_the_grades_own_and_counts_against_the_disk_cap(tmp_path: Path) -> None:
+    res = await run_double(
+        submission("build write /tmp/inside.txt", "build env"), tmp_path, sandbox="on", keep_packages=True
+    )
+    assert res.accepted, res.reason
+    assert (Path(res.package_dir or "") / "tmp" / "inside.txt").is_file()
+    assert "TMPDIR=/tmp" in res.commands[-2].output_tail
+
+
+@needs_bwrap
+async def test_a_crash_reports_the_same_signal_with_and_without_the_sandbox(tmp_path: Path) -> None:
+    on = await run_double(submission("build segv"), tmp_path, sandbox="on")
+    off = await run_double(submission("build segv"), tmp_path, sandbox="off")
+    for res in (on, off):
+        assert res.failed_stage == "build" and "killed by signal 11" in res.reason, res.reason
+        assert res.commands[-1].signal == 11
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("on", marks=needs_bwrap)])
+async def test_environment_is_fully_specified(tmp_path: Path, mode: str) -> None:
+    os.environ["LMAP_SECRET_TEST_KEY"] = "sk-should-not-leak"
+    try:
+        res = await run_double(submission("build env"), tmp_path, sandbox=mode)
+    finally:
+        del os.environ["LMAP_SECRET_TEST_KEY"]
+    assert res.accepted, res.reason
+    out = res.commands[-2].output_tail
+    assert "LEAN_NUM_THREADS=1" in out and "sk-should-not-leak" not in out
+    assert "PATH=" + str(DOUBLE_DIR / "bin") in out
+    assert f"LEAN_PATH={DOUBLE_DIR / 'lib' / 'lean'}:" in out
