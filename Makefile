@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint demo dataset check-dataset lean doctor bench clean
+.PHONY: setup test lint demo dataset check-dataset lean lean-check doctor bench soak clean
 
 setup: $(VENV)/.installed
 
@@ -35,6 +35,11 @@ check-dataset: setup
 
 lean: setup
 	$(BIN)/lean-mod-add-proof install-lean
+
+# On a machine with the pinned toolchain (after `make lean`): self-test, Lean integration tests and
+# calibration on three tasks, as one report to paste into an issue.
+lean-check: setup
+	$(BIN)/python scripts/lean_check.py
 
 doctor: setup
 	$(BIN)/lean-mod-add-proof doctor

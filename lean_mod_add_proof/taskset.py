@@ -4,8 +4,9 @@ reward, the taskset and its default env (null harness on the subprocess runtime)
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,10 +24,27 @@ from lean_mod_add_proof.dataset.tasks import (
     weights_path,
 )
 from lean_mod_add_proof.grading.pipeline import GradeTask, grade, grade_reply
-from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, GraderSettings
+from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, GraderSettings, flag_name
 from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
 
 logger = logging.getLogger(__name__)
+
+#: The image `make image` builds (container/Containerfile), named by this package's version.
+DEFAULT_IMAGE = "lean-mod-add-proof:0.1.0"
+#: Where the reply is written inside the runtime box, relative to its working directory.
+REPLY_IN_BOX = "lean-mod-add-proof-reply.txt"
+#: Settings passed on to the grader in the box; paths (toolchain, cache, work root) are the box's own.
+RUNTIME_SETTINGS: tuple[str, ...] = (
+    "timeout_s",
+    "axioms_mode",
+    "memory_mb",
+    "max_processes",
+    "max_disk_mb",
+    "max_file_mb",
+    "sandbox",
+    "output_cap_bytes",
+    "tail_chars",
+)
 
 #: Where the grade is stored on the trace.
 INFO_KEY = "lean_grader"
@@ -59,6 +77,9 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
     """How submissions are graded (`--env.taskset.task.*`): every grader setting (defined once,
     in `GraderSettings`) plus what the taskset does when the grader cannot judge."""
 
+    grade_in: Literal["host", "runtime"] = "host"
+    """Where grading runs: `host` (this process) or `runtime` (inside the rollout's runtime box,
+    by `lean-mod-add-proof grade --json`; the box needs the toolchain, e.g. the image's)."""
     on_grader_error: Literal["raise", "zero"] = "raise"
     """When no verdict could be reached (no toolchain, sandbox unusable, self-test failed, internal
     error): `raise` errors the rollout so it is not trained on; `zero` scores it 0.0."""
@@ -77,6 +98,9 @@ class LeanTasksetConfig(vf.TasksetConfig):
     """Only tasks with p <= max_p (default: no limit)."""
     tasks_dir: Path | None = None
     """Another generated task set (tasks.jsonl + <id>/Weights.lean); default: the packaged one."""
+    image: str | None = DEFAULT_IMAGE
+    """Container image each task's runtime box starts from (Prime sandboxes, Docker, Modal): the
+    image built by `make image`, with Lean, bubblewrap, this package and a warm grader cache."""
     task: LeanTaskConfig = LeanTaskConfig()
 
     @field_validator("tasks_dir")
@@ -148,6 +172,29 @@ def warn_unjudged_once(reason: str, on_grader_error: str) -> None:
     )
 
 
+def result_from_box(
+    exit_code: int, stdout: str, stderr: str, unjudged: Callable[[str], GradeResult]
+) -> GradeResult:
+    """The GradeResult a box's `grade --json` printed, checked against its exit code (0 accepted,
+    1 rejected, 3 could not judge); anything else is could-not-judge, never an acceptance (pure)."""
+    tail = " ".join((stderr or stdout or "").split())[-300:]
+    try:
+        data = json.loads(stdout)
+    except ValueError:
+        return unjudged(f"the grader in the runtime printed no result (exit {exit_code}): {tail}")
+    if not isinstance(data, dict) or "error" in data:
+        error = data.get("error") if isinstance(data, dict) else None
+        return unjudged(f"the grader in the runtime refused (exit {exit_code}): {error or tail}")
+    try:
+        result = GradeResult.model_validate(data)
+    except ValueError:
+        return unjudged(f"the grader in the runtime printed an unreadable result (exit {exit_code})")
+    expected = 0 if result.accepted else (1 if result.judged else 3)
+    if exit_code != expected:
+        return unjudged(f"the grader in the runtime exited {exit_code}, which disagrees with its result")
+    return result
+
+
 def stage_metrics(result: GradeResult) -> dict[str, float]:
     return {METRIC_PREFIX + name: value for name, value in result.stage_flags().items()}
 
@@ -189,18 +236,45 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
             theorem=self.data.theorem,
         )
 
-    async def grade_trace(self, trace: vf.Trace) -> GradeResult:
-        """Grade the trace's reply and store the result on `trace.info` (cancellation aside,
-        the grader itself never raises: any failure of its own is a "could not judge" result)."""
+    async def grade_trace(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> GradeResult:
+        """Grade the trace's reply (on the host, or in the rollout's runtime box) and store the
+        result on `trace.info` (cancellation aside, never raises: a failure of the grader itself
+        is a "could not judge" result)."""
+        graded_in = self.config.grade_in
         try:
-            result = await grade_reply(reply_text(trace), self.grade_task(), self.config.grader_config())
+            if graded_in == "runtime":
+                result = await self.grade_in_runtime(reply_text(trace), runtime)
+            else:
+                result = await grade_reply(reply_text(trace), self.grade_task(), self.config.grader_config())
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # e.g. the task's Weights.lean changed on disk
             logger.exception("grading %s failed", self.key)
             result = self._unjudged(f"grader error: {type(exc).__name__}: {exc}")
-        trace.info[INFO_KEY] = utf8_safe(result.model_dump(mode="json"))
+        trace.info[INFO_KEY] = {**utf8_safe(result.model_dump(mode="json")), "graded_in": graded_in}
         return result
+
+    def runtime_argv(self) -> list[str]:
+        """`lean-mod-add-proof grade ... --json` as run inside the box (pure)."""
+        if self.data.tasks_dir is not None:
+            raise TaskSetError(
+                "grade_in=runtime grades the packaged task set only (tasks_dir is a host path)"
+            )
+        argv = ["lean-mod-add-proof", "grade", self.data.id or "", REPLY_IN_BOX, "--reply", "--json"]
+        argv += ["--weights-sha256", self.data.weights_sha256]
+        for name in RUNTIME_SETTINGS:
+            argv += [flag_name(name), str(getattr(self.config, name))]
+        return argv
+
+    async def grade_in_runtime(self, reply: str, runtime: vf.Runtime | None) -> GradeResult:
+        """Run the grader inside the rollout's runtime box and read back its JSON result. The
+        verdict rules are the box's grader's own, identical to the host's; anything but a
+        well-formed result whose verdict agrees with the exit code is "could not judge"."""
+        if runtime is None:
+            return self._unjudged("grade_in=runtime needs the rollout's runtime (none was given)")
+        await runtime.write(REPLY_IN_BOX, reply.encode("utf-8", "surrogatepass"))
+        done = await runtime.run(self.runtime_argv(), {})
+        return result_from_box(done.exit_code, done.stdout, done.stderr, self._unjudged)
 
     def unjudged(self, trace: vf.Trace, result: GradeResult) -> None:
         """A grade that reached no verdict: warn once per process, and with `on_grader_error=raise`
@@ -211,9 +285,9 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
             raise GraderUnavailable(result.reason)
 
     @vf.metric
-    async def lean_stages(self, trace: vf.Trace) -> dict[str, float]:
+    async def lean_stages(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> dict[str, float]:
         """Which grading stages passed, whether a verdict was reached, and how long it took."""
-        result = await self.grade_trace(trace)
+        result = await self.grade_trace(trace, runtime)
         metrics = stage_metrics(result)
         if not result.judged:
             trace.metrics.update(metrics)  # recorded even when the rollout is errored below
@@ -221,12 +295,12 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         return metrics
 
     @vf.reward(weight=1.0)
-    async def kernel_accepts(self, trace: vf.Trace) -> float:
+    async def kernel_accepts(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> float:
         """1.0 only when Lean's kernel accepts the proof and every check passes."""
         cached = trace.info.get(INFO_KEY)
         if isinstance(cached, dict) and "accepted" in cached:
             return 1.0 if cached["accepted"] is True else 0.0
-        result = await self.grade_trace(trace)
+        result = await self.grade_trace(trace, runtime)
         if not result.judged:
             self.unjudged(trace, result)
         return result.reward
@@ -291,6 +365,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
                 theorem=r.theorem,
                 weights_sha256=r.weights_sha256,
                 tasks_dir=None if cfg.tasks_dir is None else str(cfg.tasks_dir),
+                image=cfg.image,
             )
             yield LeanTask(data, cfg.task)
 

@@ -166,6 +166,28 @@ async def test_process_cap_stops_a_fork_loop(tmp_path: Path, sandboxed: bool) ->
     assert processes_with(mark) == []
 
 
+async def test_concurrent_commands_keep_their_trees_apart(tmp_path: Path) -> None:
+    """Two grades at once: one forks past its cap and is stopped; the other, started by the
+    same grader (same parent), neither counts those processes nor is killed with them."""
+    mark = marker()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    bomb = run(
+        tmp_path / "a",
+        ["sh", "-c", f"sleep 0.1; for i in $(seq 60); do sleep {mark} & done; wait"],
+        lim=limits(tmp_path / "a", max_processes=20),
+    )
+    calm = run(
+        tmp_path / "b",
+        ["sh", "-c", "for i in 1 2 3 4 5; do sleep 0.3 & done; wait; echo ok"],
+        lim=limits(tmp_path / "b", max_processes=8),
+    )
+    a, b = await asyncio.gather(bomb, calm)
+    assert a.limit_exceeded == "process cap exceeded (more than 20 processes)"
+    assert b.limit_exceeded is None and b.record.exit_code == 0 and b.text == "ok\n"
+    assert processes_with(mark) == []
+
+
 async def test_process_cap_leaves_a_small_tree_alone(tmp_path: Path) -> None:
     out = await run(
         tmp_path, ["sh", "-c", "sleep 0.2 & sleep 0.2 & wait; echo ok"], lim=limits(tmp_path, max_processes=5)

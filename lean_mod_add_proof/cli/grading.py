@@ -74,17 +74,21 @@ _STAGE_TEXT = {
 }
 
 
-def grade_task_for(task_id: str, tasks_dir: Path) -> Any:
-    """The GradeTask of a packaged or generated task; TaskSetError/ValueError with a clear message."""
-    from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH, find_task, weights_path
+def grade_task_for(task_id: str, tasks_dir: Path, weights_sha256: str | None = None) -> Any:
+    """The GradeTask of a packaged or generated task; TaskSetError/ValueError with a clear message.
+    With `weights_sha256`, the task's Weights.lean must have exactly that hash (a grader in a
+    runtime box must grade the very task the rollout was given)."""
+    from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH, find_task, sha256_text, weights_path
     from lean_mod_add_proof.grading.pipeline import GradeTask
 
     task = find_task(task_id, tasks_dir)
+    weights = _read_utf8(weights_path(tasks_dir, task.id))
+    if weights_sha256 is not None and sha256_text(weights) != weights_sha256:
+        raise ValueError(
+            f"task {task.id} here has other weights than expected (sha256 {weights_sha256[:12]}…)"
+        )
     return GradeTask(
-        task_id=task.id,
-        p=task.p,
-        network_lean=_read_utf8(NETWORK_LEAN_PATH),
-        weights_lean=_read_utf8(weights_path(tasks_dir, task.id)),
+        task_id=task.id, p=task.p, network_lean=_read_utf8(NETWORK_LEAN_PATH), weights_lean=weights
     )
 
 
@@ -114,7 +118,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from lean_mod_add_proof.grading.pipeline import grade, grade_reply
 
     try:
-        grade_task = grade_task_for(args.task_id, args.tasks_dir)
+        grade_task = grade_task_for(args.task_id, args.tasks_dir, args.weights_sha256)
         text = _read_utf8(args.file)
     except (TaskSetError, ValueError) as exc:
         hint = "List the task ids with `lean-mod-add-proof tasks`." if "unknown task id" in str(exc) else ""
@@ -179,6 +183,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path, help="the Submission.lean, or with --reply a whole model reply")
     p.add_argument("--reply", action="store_true", help="FILE is a model reply: take its ```lean block")
     p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    p.add_argument(
+        "--weights-sha256", default=None, help="refuse unless the task's Weights.lean has this hash"
+    )
     p.add_argument("--json", action="store_true", help="print the full GradeResult as JSON on stdout")
     add_grader_flags(p)
     p.set_defaults(handler=cmd_grade)

@@ -12,13 +12,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings
+from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings, flag_name
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_NOT_JUDGED = 0, 1, 2, 3
-
-
-def flag_name(field: str) -> str:
-    return "--" + field.replace("_", "-")
 
 
 def _base_type(annotation: Any) -> Any:

@@ -549,3 +549,27 @@ async def grade_reply(
     result.stage_seconds = {"extract": extract_s, **result.stage_seconds}
     result.grader_seconds = round(result.grader_seconds + extract_s, 4)
     return result
+
+
+async def warm_cache(task: GradeTask, config: GraderConfig) -> GradeResult:
+    """Build or verify `task`'s prebuilt Network/Weights cache entry exactly as a first grade
+    would (same toolchain, sandbox and limits), without grading anything. `result.cache` says
+    `built` or `hit`; a failure is `judged=False` with the reason (`warm-cache`, image builds)."""
+    started = time.monotonic()
+    g = _Grade(task, config, None)
+    try:
+        env = await g.locate()
+        g.begin("build")
+        await g.prepare(env)
+    except _Failed as failed:
+        g.fail(failed.stage, failed.reason, judged=False)
+    except Exception as exc:
+        g.fail(g.result.stage_reached, f"internal grader error: {type(exc).__name__}: {exc}", judged=False)
+    finally:
+        g.end()
+        if g.grade_dir is not None:
+            workdirs.remove_tree(g.grade_dir)
+        g.result.grader_seconds = round(time.monotonic() - started, 4)
+    if g.result.failed_stage is None:
+        g.result.reason = f"cache {g.result.cache}"
+    return g.result

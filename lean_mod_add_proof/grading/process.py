@@ -2,16 +2,20 @@
 cap, live per-grade caps on its whole process tree, and a kill of that whole tree whatever
 happens (normal exit, deadline, a cap, cancellation).
 
-How the tree is followed. A watcher thread lists /proc every `RSS_POLL_S` and keeps every process
-it has ever seen descend from the command (by pid *and* start time, so a reused pid is never
-counted or killed). A process stays tracked after its parent dies and it is reparented, so
-`setsid`, `setpgid`, bash job control and a double fork do not hide it once it has been seen.
-A process that leaves the tree before the first look (its parent exits within milliseconds, the
+How the tree is followed. A watcher thread per command looks at /proc every `RSS_POLL_S` (the
+first look after `FIRST_POLL_S`). It reads the stat of just the pids allocated since its last
+look (from /proc/sys/kernel/ns_last_pid; a whole listing of /proc when that cannot be read or
+is too many) plus the tree's known members, so a look costs the same on a host with thousands of
+processes. It keeps every process it has ever seen descend from the command, by pid *and* start
+time, so a reused pid is never counted or killed, and a process stays tracked after its parent
+dies: `setsid`, `setpgid`, bash job control and a double fork do not hide a process once seen.
+A process that leaves the tree before any look (its parent exits within milliseconds, the
 classic double fork) is still found: the command runs with a random marker variable
-(`TREE_ENV_VAR`) in its environment, and a process started after the command, adopted by init or
-by one of the grader's ancestors, and carrying this run's marker, is counted as the command's.
-Processes inside the bubblewrap sandbox are visible in the host's /proc under their host pids and
-their parent chain goes through bwrap, so the same walk covers sandboxed commands.
+(`TREE_ENV_VAR`, visible to the command) in its environment, and a process started after the
+command, reparented to init or to one of the grader's ancestors, and carrying this run's marker,
+counts as the command's. Processes inside the bubblewrap sandbox are visible in the host's /proc
+under their host pids and their parent chain goes through bwrap, so the same walk covers
+sandboxed commands. Threads are not processes: their memory is in their process's RSS.
 
 Caps (`Limits`), checked by polling:
 - memory: the summed resident set (RSS) of every live process of the tree, every `RSS_POLL_S`;
@@ -19,13 +23,15 @@ Caps (`Limits`), checked by polling:
   `RSS_POLL_S` (RLIMIT_NPROC is ignored for root, even inside bwrap, so it cannot do this);
 - disk: the allocated size of everything under `Limits.disk_paths` (symlinks not followed, hard
   links counted once), every `DISK_POLL_S` and once more when the command ends;
-- file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write);
+- file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write with SIGXFSZ);
 - CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only.
-When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why.
+When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why,
+in exactly one of these forms: `memory cap exceeded (N MiB > M MiB)`,
+`process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`.
 
 Residual limits (say these plainly wherever the caps are described):
 - Without the sandbox, a process that leaves the command's tree before the watcher has seen it
-  (within ~`RSS_POLL_S`: double fork plus `setsid`) *and* drops the marker from its environment
+  (a double fork plus `setsid`, within ~10 ms) *and* drops the marker from its environment
   (`env -i`, an `execve` with a fresh environment) is not found and outlives the grade.
   Unsandboxed is no security boundary anyway: the command runs as the grader's user and can
   signal, ptrace or read the grader. With the sandbox on (bwrap: PID namespace,
@@ -37,14 +43,16 @@ Residual limits (say these plainly wherever the caps are described):
 - Summed RSS counts a page shared by several processes (shared libraries, copy-on-write pages
   after fork, mmapped .olean files) once per process, so it overstates a tree whose processes
   share memory: it errs towards stopping early.
-- The disk walk's time grows with the number of files under `disk_paths`.
+- The disk walk's time grows with the number of files under `disk_paths` (about 5 µs a file;
+  the walk at the end of a command is on its critical path).
 - With the sandbox, bwrap reports a command killed by signal N as exit 128+N; a command that
   itself exits with 129..192 is therefore reported as killed by a signal too.
 
 Exit status (`CommandRecord`), the same with and without the sandbox: `signal` is the signal
 that ended the command and then `exit_code` is None; `exit_code` is also None when the grader
 killed the command (deadline, a cap, cancellation; `signal` is then normally 9, SIGKILL).
-Otherwise `exit_code` is the command's exit code and `signal` None."""
+Otherwise `exit_code` is the command's exit code and `signal` None. A disk cap found only by the
+walk at the end leaves the exit code as it was (the command was not killed)."""
 
 from __future__ import annotations
 

@@ -53,6 +53,11 @@ class GraderSettings(BaseModel):
     """How many characters of each command's output are kept on the result."""
 
 
+def flag_name(setting: str) -> str:
+    """The command-line flag of a setting: `timeout_s` -> `--timeout-s` (pure)."""
+    return "--" + setting.replace("_", "-")
+
+
 class GraderConfig(GraderSettings):
     """How a submission is graded (immutable; unknown fields are an error)."""
 

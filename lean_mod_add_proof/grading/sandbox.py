@@ -60,7 +60,10 @@ def bwrap_argv(
     the package directory (either may live under the host's /tmp) are bound over it, then the
     trusted files read-only over that. A mount point under /tmp that does not exist there is
     created by bwrap, so binding the package at e.g. /tmp/w/grade/package leaves the empty
-    directories w/grade/package in `tmp_dir` on the host.
+    directories w/grade/package in `tmp_dir` on the host. A command may swap one of them for a
+    symlink; bwrap then refuses to start the next command (absolute target) or mounts the same
+    package, with the same read-only files over it, at the link's target (relative): it cannot
+    show the next command another package.
 
     No `--new-session`: it calls setsid(), which would take the command out of the process group
     the grader kills. `--die-with-parent` plus the PID namespace (torn down when its init exits)
