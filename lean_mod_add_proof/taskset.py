@@ -99,8 +99,9 @@ class LeanTasksetConfig(vf.TasksetConfig):
     tasks_dir: Path | None = None
     """Another generated task set (tasks.jsonl + <id>/Weights.lean); default: the packaged one."""
     image: str | None = DEFAULT_IMAGE
-    """Container image each task's runtime box starts from (Prime sandboxes, Docker, Modal): the
-    image built by `make image`, with Lean, bubblewrap, this package and a warm grader cache."""
+    """With `task.grade_in runtime`, the container image each rollout's box starts from (Prime
+    sandboxes, Docker, Modal): `make image`'s, with Lean, bubblewrap, this package and a warm
+    grader cache. Empty: none (the subprocess runtime runs no image). Unused when grading on the host."""
     task: LeanTaskConfig = LeanTaskConfig()
 
     @field_validator("tasks_dir")
@@ -365,7 +366,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
                 theorem=r.theorem,
                 weights_sha256=r.weights_sha256,
                 tasks_dir=None if cfg.tasks_dir is None else str(cfg.tasks_dir),
-                image=cfg.image,
+                image=(cfg.image or None) if cfg.task.grade_in == "runtime" else None,
             )
             yield LeanTask(data, cfg.task)
 

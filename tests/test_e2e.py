@@ -152,17 +152,24 @@ def test_vf_eval_against_baseline_server(tmp_path: Path) -> None:
         assert replies and "decide +kernel" in replies[-1]
 
 
-def _run_vf_eval(tmp_path: Path, policy: str, run: str, **kwargs) -> list[dict]:
+def _run_vf_eval(tmp_path: Path, policy: str, run: str, env: dict | None = None, **kwargs) -> list[dict]:
     if not (VENV_BIN / "uv").is_file() and shutil.which("uv") is None:
         pytest.skip("uv not installed (the null harness needs it): run `make setup`")
     out_dir = tmp_path / "runs"
     with running_server(policy) as server:
         argv = vf_eval_argv(server.base_url, out_dir, run, n=2, max_p=5, **kwargs)
         done = subprocess.run(
-            argv, env=child_env(), capture_output=True, text=True, timeout=900, cwd=tmp_path
+            argv,
+            env={**child_env(), **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=tmp_path,
         )
     assert done.returncode == 0, done.stderr[-4000:]
-    return read_traces(out_dir / run / "traces.jsonl")
+    traces = read_traces(out_dir / run / "traces.jsonl")
+    assert len(traces) == 2, (out_dir / run / "traces.jsonl").read_text()[-3000:]
+    return traces
 
 
 @pytest.mark.e2e
@@ -201,3 +208,63 @@ def test_vf_eval_with_the_toolchain_double_and_the_selftest(tmp_path: Path) -> N
     rejected = _run_vf_eval(tmp_path, "guard-violation", "cheat", on_grader_error="raise", extra=extra)
     assert [t["rewards"]["kernel_accepts"]["score"] for t in rejected] == [0.0, 0.0]
     assert all(t["ok"] and t["info"]["lean_grader"]["failed_stage"] == "guard" for t in rejected)
+
+
+def _verdicts(traces: list[dict]) -> list[tuple]:
+    rows = []
+    for t in traces:
+        info = t["info"]["lean_grader"]
+        rows.append((t["task"]["data"]["id"], t["rewards"]["kernel_accepts"]["score"], info["failed_stage"]))
+    return sorted(rows)
+
+
+@pytest.mark.e2e
+@needs_tasks
+@pytest.mark.parametrize("policy", ["reference", "guard-violation", "no-code"])
+def test_grading_in_the_runtime_matches_the_host(tmp_path: Path, policy: str) -> None:
+    """grade_in=runtime on the subprocess runtime: the grader runs in the rollout's box as
+    `lean-mod-add-proof grade --json` (finding the toolchain double through the environment the
+    box inherits) and its verdicts are the host's."""
+    box_env = {"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(DOUBLE_DIR)}
+    common = ["--env.taskset.task.sandbox", "off", "--env.taskset.task.cache-dir", str(tmp_path / "cache")]
+    runtime = ["--env.taskset.task.grade-in", "runtime", "--env.taskset.image", ""]  # subprocess: no image
+    host = _run_vf_eval(
+        tmp_path,
+        policy,
+        "host",
+        env=box_env,
+        on_grader_error="raise",
+        extra=[*common, "--env.taskset.task.toolchain-dir", str(DOUBLE_DIR)],
+    )
+    box = _run_vf_eval(
+        tmp_path,
+        policy,
+        "box",
+        env=box_env,
+        on_grader_error="raise",
+        extra=[*common, *runtime],
+    )
+    assert all(t["ok"] for t in host + box), [t["errors"] for t in host + box]
+    assert _verdicts(box) == _verdicts(host)
+    assert {t["info"]["lean_grader"]["graded_in"] for t in box} == {"runtime"}
+    assert {t["info"]["lean_grader"]["graded_in"] for t in host} == {"host"}
+    if policy == "reference":
+        assert all(t["info"]["lean_grader"]["judged"] and t["info"]["lean_grader"]["accepted"] for t in box)
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_grading_in_a_runtime_without_lean_is_could_not_judge(tmp_path: Path) -> None:
+    empty = tmp_path / "none"
+    empty.mkdir()
+    box = _run_vf_eval(
+        tmp_path,
+        "reference",
+        "box",
+        env={"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(empty)},
+        extra=["--env.taskset.task.grade-in", "runtime", "--env.taskset.image", ""],
+    )
+    for trace in box:
+        info = trace["info"]["lean_grader"]
+        assert trace["rewards"]["kernel_accepts"]["score"] == 0.0 and info["judged"] is False
+        assert "could not judge" in info["reason"]

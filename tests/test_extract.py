@@ -8,8 +8,12 @@ import time
 
 import pytest
 
-from lean_mod_add_proof.grading.extract import Extraction, extract_submission, normalise_newlines
-from lean_mod_add_proof.grading.guard import as_lean_file
+from lean_mod_add_proof.grading.extract import (
+    Extraction,
+    as_lean_file,
+    extract_submission,
+    normalise_newlines,
+)
 
 CODE = "import LeanCheckedNetwork.Weights\n\ntheorem t : True := trivial\n"
 

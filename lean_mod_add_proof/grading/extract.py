@@ -66,6 +66,13 @@ def normalise_newlines(reply: str) -> str:
     return reply.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def as_lean_file(text: str) -> str:
+    """`text` as the grader hands it to Lean: LF line endings and a final newline (the guard
+    judges its input through this function too)."""
+    text = normalise_newlines(text)
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
 @functools.lru_cache(maxsize=64)
 def _closing_re(char: str, length: int) -> re.Pattern[str]:
     """A line that closes a fence of `length` times `char` (bounded cache: fence lengths are
@@ -125,8 +132,7 @@ def extract_submission(reply: str) -> Extraction:
         return Extraction(
             None, f"the code contains text that is not valid Unicode (line {line})", len(complete)
         )
-    if not code.endswith("\n"):
-        code += "\n"
+    code = as_lean_file(code)
     which = (
         "the only ```lean code block"
         if len(complete) == 1

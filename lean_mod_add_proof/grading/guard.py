@@ -5,7 +5,7 @@ run code the file supplies; `Check.lean` imports the submission, so its syntax e
 initialisers are live there too. Only the guard stops that, so it errs towards rejecting: a false
 positive costs one rollout, a false negative can cost the grader. The guard judges exactly the
 text Lean gets: `check_guard` first turns CRLF and lone CR into LF and adds a final newline, as
-the extractor does (`extract.normalise_newlines`), so `lean-mod-add-proof guard FILE` and the
+the extractor does (`extract.as_lean_file`), so `lean-mod-add-proof guard FILE` and the
 pipeline agree on every file.
 
 How the guard reads the text (lean4 `src/Lean/Parser/Basic.lean`):
@@ -154,7 +154,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lean_mod_add_proof.grading.extract import normalise_newlines
+from lean_mod_add_proof.grading.extract import as_lean_file
 from lean_mod_add_proof.grading.lean_names import ALLOWED_IMPORTS, REQUIRED_IMPORT
 
 
@@ -256,8 +256,8 @@ GUARD_RULES: tuple[str, ...] = (
     "`(opt := true)`, `(opt := false)`, `(opt := 100)` or `(config := { opt := true, n := 5 })`; "
     "any other `(name := value)` is rejected (`(disch := tactic)` is allowed), and no comment may "
     "sit inside `(name :=`.",
-    "No name may touch a `%` (write `(a + b) % 7`, not `b%7`; `type_of%`-style elaborators are "
-    "forbidden) and no compiler-internal `lc…` names (`lcProof`, `lcCast`).",
+    "No name may be directly followed by `%` (write `(a + b) % 7`, not `b%7`; `type_of%`-style "
+    "elaborators are forbidden) and no compiler-internal `lc…` names (`lcProof`, `lcCast`).",
     "No `«»` identifier escapes, no `module` header, no control, zero-width or bidirectional characters.",
 )
 
@@ -342,12 +342,6 @@ def _is_name_char(ch: str) -> bool:
 
 
 # --- rule 1: size --------------------------------------------------------------------------------
-
-
-def as_lean_file(text: str) -> str:
-    """The text as the pipeline hands it to Lean: LF line endings and a final newline."""
-    text = normalise_newlines(text)
-    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _too_large(size: int | None) -> GuardVerdict:

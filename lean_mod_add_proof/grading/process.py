@@ -98,6 +98,8 @@ SWEEP_S = 1.0
 #: might have come full circle), or when ns_last_pid cannot be read.
 _RANGE_MAX = 4096
 _RANGE_GAP_S = 1.0
+#: How many more looks an undecided pid gets (see `_Watcher._undecided`).
+_RETRIES = 3
 #: The environment variable carrying a run's random marker (see the module docstring).
 TREE_ENV_VAR = "LEAN_GRADER_TREE"
 
@@ -369,6 +371,10 @@ class _Watcher:
         self.adopters = _ancestors()
         self.ours: dict[int, int] = {}  # pid -> start time, every process of the tree ever seen
         self.other: set[int] = set()  # in whole listings: pids known not to be ours
+        self.seen: set[int] = set()  # every pid ever in `ours`
+        self.retry: dict[int, int] = {}  # undecided pids to look at again -> retries left
+        self.waiting: set[int] = set()  # of those, the ones the final sweep waits for
+        self._retry_left: dict[int, int] = {}
         self._last_pid = last_pid  # read just before the command was spawned
         self._looked_at = looked_at
         self.live: dict[int, tuple[int, bool]] = {}  # from the last poll: pid -> (ppid, zombie)
@@ -376,6 +382,7 @@ class _Watcher:
         st = _stat(root)
         if st is not None:
             self.ours[root] = st[1]
+            self.seen.add(root)
             self.not_before = min(self.not_before, st[1])
         self.peak_rss = 0
         self.reason: str | None = None
@@ -387,9 +394,24 @@ class _Watcher:
         self._ending = False
 
     # -- following the tree --
-    def _has_marker(self, pid: int) -> bool:
+    def _has_marker(self, pid: int) -> bool | None:
+        """Whether `pid`'s environment carries this run's marker; None when it reads empty (the
+        process is in the middle of an exec, or a zombie): ask again at the next look."""
         data = _read_proc(pid, "environ", 1 << 20)
-        return bool(data) and self.marker in b"\0" + data
+        if not data:
+            return None
+        return self.marker in b"\0" + data
+
+    def _undecided(self, pid: int, *, exec_: bool) -> None:
+        """Look at `pid` again next time (at most `_RETRIES` times): its pid was allocated but its
+        process not visible (a fork in flight, or it is gone), or its environment read empty (an
+        exec in progress, or a zombie). Only the latter keeps the final sweep going: a fork in
+        flight has a live parent, which keeps the sweep going anyway."""
+        left = self._retry_left.get(pid, _RETRIES)
+        if left > 0 and pid not in self.seen:
+            self.retry[pid] = left - 1
+            if exec_:
+                self.waiting.add(pid)
 
     def _candidates(self) -> tuple[Sequence[int] | set[int], bool]:
         """(pids that may have joined the tree since the last look, whether from a listing)."""
@@ -412,6 +434,9 @@ class _Watcher:
         """One look at /proc: new members, and the memory and process caps."""
         self._next_poll = time.monotonic() + RSS_POLL_S
         candidates, listing = self._candidates()
+        if self.retry:
+            candidates = [*candidates, *(pid for pid in self.retry if pid not in candidates)]
+        self._retry_left, self.retry, self.waiting = self.retry, {}, set()
         rss = 0
         live: dict[int, tuple[int, bool]] = {}
         for pid, start in list(self.ours.items()):
@@ -426,7 +451,9 @@ class _Watcher:
             if pid in self.ours:
                 continue
             st = _stat(pid)
-            if st is not None and st[1] >= self.not_before:
+            if st is None:
+                self._undecided(pid, exec_=False)
+            elif st[1] >= self.not_before:
                 pending[pid] = st
             elif listing:
                 self.other.add(pid)
@@ -439,9 +466,16 @@ class _Watcher:
                     continue
                 del pending[pid]
                 progress = True
-                mine = ppid in self.ours or (ppid in self.adopters and self._has_marker(pid))
-                if mine and (listing or _is_process(pid)):  # (a listing shows processes only)
+                mine: bool | None = False
+                if ppid in self.ours:
+                    mine = True
+                elif ppid in self.adopters:  # an orphan, or a child of the grader or above
+                    mine = self._has_marker(pid)
+                if mine is None:
+                    self._undecided(pid, exec_=True)
+                elif mine and (listing or _is_process(pid)):  # (a listing shows processes only)
                     self.ours[pid] = st[1]
+                    self.seen.add(pid)
                     live[pid] = (ppid, st[3])
                     rss += st[2]
                 elif listing:
@@ -492,7 +526,7 @@ class _Watcher:
             _killpg(self.root)
             self.poll()
             alive = [pid for pid, (_, zombie) in self.live.items() if not zombie]
-            if not alive or time.monotonic() > give_up:
+            if (not alive and not self.waiting) or time.monotonic() > give_up:
                 break
             for pid in alive:
                 _kill_exact(pid, self.ours[pid])
