@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import verifiers.v1 as vf
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from lean_mod_add_proof.constants import reference_submission
 from lean_mod_add_proof.dataset.tasks import (
@@ -23,6 +23,7 @@ from lean_mod_add_proof.dataset.tasks import (
     sha256_text,
     weights_path,
 )
+from lean_mod_add_proof.feedback import feedback_message
 from lean_mod_add_proof.grading.pipeline import GradeTask, grade, grade_reply
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, GraderSettings, flag_name
 from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
@@ -83,6 +84,19 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
     on_grader_error: Literal["raise", "zero"] = "raise"
     """When no verdict could be reached (no toolchain, sandbox unusable, self-test failed, internal
     error): `raise` errors the rollout so it is not trained on; `zero` scores it 0.0."""
+    max_attempts: int = Field(1, ge=1, le=16)
+    """Attempts per rollout: above 1, a rejected proof is answered with the stage, the reason and
+    Lean's first errors, and the model tries again (each attempt is a full grade)."""
+    feedback_chars: int = Field(2000, ge=0)
+    """Most characters of Lean error messages in one feedback message."""
+    attempt_discount: float = Field(1.0, gt=0, le=1)
+    """An accepted attempt k (1-based) earns attempt_discount ** (k - 1); 1.0 = no discount."""
+
+    @model_validator(mode="after")
+    def _feedback_grades_on_the_host(self) -> LeanTaskConfig:
+        if self.max_attempts > 1 and self.grade_in == "runtime":
+            raise ValueError("max_attempts > 1 needs grade_in=host (attempts are graded between turns)")
+        return self
 
     def grader_config(self) -> GraderConfig:
         """The GraderConfig these knobs describe (the one place the two are mapped)."""
@@ -237,22 +251,40 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
             theorem=self.data.theorem,
         )
 
-    async def grade_trace(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> GradeResult:
-        """Grade the trace's reply (on the host, or in the rollout's runtime box) and store the
-        result on `trace.info` (cancellation aside, never raises: a failure of the grader itself
-        is a "could not judge" result)."""
-        graded_in = self.config.grade_in
+    async def grade_text(self, reply: str, runtime: vf.Runtime | None = None) -> GradeResult:
+        """Grade one reply (on the host, or in the rollout's runtime box). Cancellation aside it
+        never raises: a failure of the grader itself is a "could not judge" result."""
         try:
-            if graded_in == "runtime":
-                result = await self.grade_in_runtime(reply_text(trace), runtime)
-            else:
-                result = await grade_reply(reply_text(trace), self.grade_task(), self.config.grader_config())
+            if self.config.grade_in == "runtime":
+                return await self.grade_in_runtime(reply, runtime)
+            return await grade_reply(reply, self.grade_task(), self.config.grader_config())
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # e.g. the task's Weights.lean changed on disk
             logger.exception("grading %s failed", self.key)
-            result = self._unjudged(f"grader error: {type(exc).__name__}: {exc}")
-        trace.info[INFO_KEY] = {**utf8_safe(result.model_dump(mode="json")), "graded_in": graded_in}
+            return self._unjudged(f"grader error: {type(exc).__name__}: {exc}")
+
+    def store(self, trace: vf.Trace, reply: str, result: GradeResult, attempts: list[GradeResult]) -> None:
+        """Put the grade on `trace.info` (the final one, and every attempt's when there were several)."""
+        info: dict[str, Any] = {
+            **utf8_safe(result.model_dump(mode="json")),
+            "graded_in": self.config.grade_in,
+            "reply_sha256": sha256_text(reply.encode("utf-8", "surrogatepass").decode("utf-8", "replace")),
+        }
+        if len(attempts) > 1 or self.config.max_attempts > 1:
+            info["attempts"] = [utf8_safe(a.model_dump(mode="json")) for a in attempts]
+        trace.info[INFO_KEY] = info
+
+    async def grade_trace(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> GradeResult:
+        """The grade of the trace's final reply: the one made during the run if the feedback loop
+        already graded exactly this reply, else a new one; stored on `trace.info`."""
+        reply = reply_text(trace)
+        cached = trace.info.get(INFO_KEY)
+        key = sha256_text(reply.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+        if isinstance(cached, dict) and cached.get("reply_sha256") == key and "attempts" in cached:
+            return GradeResult.model_validate(cached)
+        result = await self.grade_text(reply, runtime)
+        self.store(trace, reply, result, [result])
         return result
 
     def runtime_argv(self) -> list[str]:
@@ -287,9 +319,15 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
 
     @vf.metric
     async def lean_stages(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> dict[str, float]:
-        """Which grading stages passed, whether a verdict was reached, and how long it took."""
+        """Which grading stages passed, whether a verdict was reached, how long it took, and how
+        many attempts were used."""
         result = await self.grade_trace(trace, runtime)
-        metrics = stage_metrics(result)
+        attempts = trace.info[INFO_KEY].get("attempts") or [trace.info[INFO_KEY]]
+        metrics = {
+            **stage_metrics(result),
+            METRIC_PREFIX + "attempts": float(len(attempts)),
+            METRIC_PREFIX + "first_attempt_accepted": float(attempts[0].get("accepted") is True),
+        }
         if not result.judged:
             trace.metrics.update(metrics)  # recorded even when the rollout is errored below
             self.unjudged(trace, result)
@@ -299,12 +337,15 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
     async def kernel_accepts(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> float:
         """1.0 only when Lean's kernel accepts the proof and every check passes."""
         cached = trace.info.get(INFO_KEY)
-        if isinstance(cached, dict) and "accepted" in cached:
-            return 1.0 if cached["accepted"] is True else 0.0
-        result = await self.grade_trace(trace, runtime)
-        if not result.judged:
-            self.unjudged(trace, result)
-        return result.reward
+        if not (isinstance(cached, dict) and "accepted" in cached):
+            result = await self.grade_trace(trace, runtime)
+            if not result.judged:
+                self.unjudged(trace, result)
+            cached = trace.info[INFO_KEY]
+        if cached["accepted"] is not True:
+            return 0.0
+        attempts = len(cached.get("attempts") or [cached])
+        return self.config.attempt_discount ** (attempts - 1)
 
     async def validate(self, runtime: vf.Runtime | None = None) -> bool | None:
         """Gold check: the reference proof must be accepted. A grade that reached no verdict
@@ -379,4 +420,29 @@ class LeanEnvConfig(vf.SingleAgentEnvConfig):
 
 
 class LeanEnv(vf.SingleAgentEnv, vf.Env[LeanEnvConfig]):
-    """A single-agent env (so replay and GEPA still apply) with chat-only local defaults."""
+    """A single-agent env (so replay and GEPA still apply) with chat-only local defaults, and the
+    compiler-feedback loop when `max_attempts` > 1.
+
+    The loop is verifiers v1's turn-by-turn interaction (`Agent.interaction`, `Interaction.turn`
+    in verifiers/v1/agent.py; the user-sim env drives one the same way): the prompted task
+    speaks first, each reply is graded, and a judged rejection is answered with the feedback
+    message until an attempt is accepted, no verdict can be reached, or the attempts run out.
+    Leaving the interaction finishes the rollout, and scoring reuses the last grade."""
+
+    async def run(self, task: vf.Task, agents: vf.Agents) -> None:
+        if not isinstance(task, LeanTask) or task.config.max_attempts <= 1:
+            await agents.agent.run(task)
+            return
+        config = task.config
+        async with agents.agent.interaction(task) as conversation:
+            segment = await conversation.turn()
+            attempts: list[GradeResult] = []
+            while not segment.terminated:
+                reply = reply_text(conversation.trace)
+                result = await task.grade_text(reply)
+                attempts.append(result)
+                task.store(conversation.trace, reply, result, attempts)
+                if result.accepted or not result.judged or len(attempts) >= config.max_attempts:
+                    break
+                left = config.max_attempts - len(attempts)
+                segment = await conversation.turn(feedback_message(result, left, config.feedback_chars))

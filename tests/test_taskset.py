@@ -361,9 +361,9 @@ def test_reward_reads_cached_grade(task: LeanTask, monkeypatch: pytest.MonkeyPat
     calls = []
     original = LeanTask.grade_trace
 
-    async def counting(self, trace):
+    async def counting(self, trace, runtime=None):
         calls.append(1)
-        return await original(self, trace)
+        return await original(self, trace, runtime)
 
     monkeypatch.setattr(LeanTask, "grade_trace", counting)
     score(task, "no code")

@@ -50,6 +50,8 @@ _REASON_MAX = 300
 #: Set by the grader on the build's command line, never by the submission (the guard bans
 #: `set_option debug.*`): the judge's replay is then the single kernel check.
 SKIP_KERNEL_OPTION = "-Ddebug.skipKernelTC=true"
+#: How many of the build's Lean error messages the result keeps (for feedback to the model).
+LEAN_ERRORS_KEPT = 10
 #: Memory cap floor for compiling the task's own trusted files.
 PREBUILD_MEMORY_MB = 2048
 SANDBOX_FIX = (
@@ -358,10 +360,12 @@ class _Grade:
         out = self.record(
             await self.compile(env, self.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,))
         )
+        errors = error_messages(out.text)
+        self.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
         if failure := command_failure(f"lean {pkgmod.SUBMISSION_PATH}", out, self.config.timeout_s):
             raise _Failed("build", failure)
         # Exit 0 is not enough: an error message means the olean may be missing parts.
-        if errors := error_messages(out.text):
+        if errors:
             raise _Failed("build", f"build reported an error: {one_line(errors[0])}")
         changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
         if changed:

@@ -473,7 +473,7 @@ class _Watcher:
                     mine = self._has_marker(pid)
                 if mine is None:
                     self._undecided(pid, exec_=True)
-                elif mine and (listing or _is_process(pid)):  # (a listing shows processes only)
+                elif mine and _is_process(pid):
                     self.ours[pid] = st[1]
                     self.seen.add(pid)
                     live[pid] = (ppid, st[3])

@@ -115,6 +115,8 @@ class GradeResult(BaseModel):
     toolchain: str | None = None
     peak_memory_mb: int = 0
     """Largest summed resident memory seen over the grade's commands, in MiB."""
+    lean_errors: list[str] = Field(default_factory=list)
+    """The first error messages Lean gave while compiling the submission, as `line:col: text`."""
 
     def _passed(self, stage: Stage) -> bool:
         if self.failed_stage is None:
