@@ -47,5 +47,9 @@ doctor: setup
 bench: setup
 	$(BIN)/python benchmarks/grader_overhead.py
 
+# Mixed grades with faults against the toolchain double; fails on anything left behind.
+soak: setup
+	$(BIN)/python benchmarks/soak.py --grades 200 --concurrency 8
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -97,24 +97,25 @@ def rules_section(
     """The rules, each one enforced by the grader (the guard's own words for its rules)."""
     if axioms_mode == "exact":
         axioms_rule = (
-            f"Axioms: `#print axioms` of your theorem must list exactly {_code_list(ALLOWED_AXIOMS)} "
+            f"Axioms: your theorem must depend on exactly {_code_list(ALLOWED_AXIOMS)} "
             "(all three, nothing else)."
         )
     else:
         axioms_rule = (
             f"Axioms: your theorem may depend only on {_code_list(ALLOWED_AXIOMS)} (any subset; "
-            "checked with `#print axioms`)."
+            "computed from the kernel's own environment)."
         )
     limit = f"{timeout_s:g} seconds"
-    memory = f", and each Lean process is capped at {memory_mb} MiB of memory" if memory_mb else ""
+    memory = f", using at most {memory_mb} MiB of memory at any time" if memory_mb else ""
     rules = [
         f"Toolchain: `{LEAN_TOOLCHAIN}`, in a fresh Lake package with no dependencies (no Mathlib, "
         "no Batteries; only Lean core).",
         f"Imports: only {_code_list(ALLOWED_IMPORTS)}; the file must import `{REQUIRED_IMPORT}`.",
         f"Forbidden words (anywhere in the file, comments and strings included): {_code_list(banned_words)}.",
         *guard_rules,
-        f"Time limit: building your file, replaying it through the kernel (`leanchecker`) and the "
-        f"statement and axiom checks must finish within {limit} together{memory}.",
+        f"Time limit: compiling your file and the grader's kernel replay of every declaration in it "
+        f"(the kernel checks your proof once, in the replay), with the statement and axiom checks, "
+        f"must finish within {limit} together{memory}.",
         axioms_rule,
         f"Answer with exactly one ```lean code block holding the whole file `{SUBMISSION_PATH}` "
         "(module `LeanCheckedNetwork.Submission`). Only a ```lean block is read (the last one if "

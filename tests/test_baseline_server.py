@@ -4,8 +4,12 @@ and what each policy answers (checked against the text guard where that is the p
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -167,3 +171,73 @@ def test_cli_serves_until_stopped() -> None:
         proc.wait(timeout=10)
         proc.stdout.close()
         proc.stderr.close()
+
+
+# ---- robustness: busy or invalid port, a client that hangs up mid-stream -----------------------
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, "serve-baseline", *argv], capture_output=True, text=True, timeout=30
+    )
+
+
+def test_busy_port_is_one_line_and_exit_2(server) -> None:
+    port = str(server.server_address[1])
+    done = run_cli("--port", port)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0]
+    assert "--port 0" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("port", "message"), [("70000", "out of range"), ("-1", "out of range"), ("x", "not a port")]
+)
+def test_invalid_port_is_a_usage_error(port: str, message: str) -> None:
+    done = run_cli("--port", port)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_client_hanging_up_mid_stream_leaves_no_traceback(capfd, monkeypatch) -> None:
+    """The stream waits until the client has reset the connection, then keeps writing: the
+    server must count a disconnect, print nothing, and go on serving."""
+    from lean_mod_add_proof.cli import baseline
+
+    hung_up = threading.Event()
+    real_stream_events = baseline.stream_events
+
+    def slow_events(model: str, text: str, include_usage: bool = True, chunk_chars: int = 64):
+        events = real_stream_events(model, text, include_usage, chunk_chars)
+        yield next(events)
+        hung_up.wait(timeout=10)
+        for _ in range(2000):  # far more than a socket buffer takes after a reset
+            yield "x" * 1024
+
+    monkeypatch.setattr(baseline, "stream_events", slow_events)
+    with running_server("reference") as srv:
+        host, port = srv.server_address[:2]
+        body = json.dumps({"model": "m", "messages": messages_for(5), "stream": True}).encode()
+        client = socket.create_connection((host, port), timeout=10)
+        client.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        assert client.recv(64).startswith(b"HTTP/1.0 200")
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST on close
+        client.close()
+        hung_up.set()
+        deadline = time.monotonic() + 10
+        while srv.disconnects == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.disconnects == 1
+        monkeypatch.setattr(baseline, "stream_events", real_stream_events)
+        with post(
+            srv.base_url + "/chat/completions", {"model": "m", "messages": messages_for(5)}
+        ) as response:
+            assert response.status == 200  # still serving
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "Broken pipe" not in err and err.strip() == "", err

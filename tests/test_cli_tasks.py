@@ -28,7 +28,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_tasks_json_filters(capsys, tasks_dir: Path) -> None:
-    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json")
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "all")
     assert code == 0
     assert [r["id"] for r in json.loads(out)] == ["p05_h08_s0", "p05_h08_s2", "p07_h16_s1", "p11_h08_s0"]
     _, out, _ = run(
@@ -38,6 +38,21 @@ def test_tasks_json_filters(capsys, tasks_dir: Path) -> None:
     _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "eval")
     rows = json.loads(out)
     assert [r["id"] for r in rows] == ["p05_h08_s2"] and rows[0]["min_margin"] == 5
+
+
+def test_tasks_default_split_is_the_tasksets(capsys, tasks_dir: Path, monkeypatch) -> None:
+    from lean_mod_add_proof.cli.tasks import DEFAULT_SPLIT
+    from lean_mod_add_proof.taskset import LeanTasksetConfig
+
+    assert DEFAULT_SPLIT == LeanTasksetConfig.model_fields["split"].default == "train"
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json")
+    assert [r["id"] for r in json.loads(out)] == ["p05_h08_s0", "p07_h16_s1", "p11_h08_s0"]
+    monkeypatch.setenv("COLUMNS", "200")
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir))
+    assert "split=train" in out and "showing the train split; `--split all` lists every task" in out
+    assert "p05_h08_s2" not in out
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
+    assert "p05_h08_s2" in out and "showing the" not in out
 
 
 def test_tasks_table(capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,9 +120,19 @@ def test_tasks_shows_and_sorts_by_kernel_work(
     capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "250")
-    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--sort", "kernel-mul-adds", "--json")
+    code, out, _ = run(
+        capsys,
+        "tasks",
+        "--tasks-dir",
+        str(tasks_dir),
+        "--sort",
+        "kernel-mul-adds",
+        "--json",
+        "--split",
+        "all",
+    )
     assert code == 0
     costs = [r["kernel_mul_adds"] for r in json.loads(out)]
     assert costs == sorted(costs) and costs[0] == 2 * 5**3 * 8
-    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir))
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
     assert code == 0 and "kernel mul-adds" in out and f"{2 * 11**3 * 8:,}" in out

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lean_mod_add_proof.cli import baseline, calibrate, doctor, grading, setup, tasks
+from lean_mod_add_proof.cli import baseline, calibrate, doctor, grading, setup, tasks, warmcache
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,7 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prove in Lean 4 that a frozen integer network adds modulo p: tasks, grader, tools.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (tasks, grading, doctor, calibrate, baseline, setup):
+    for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache):
         module.register(commands)
     return parser
 

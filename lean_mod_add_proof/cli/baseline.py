@@ -4,14 +4,22 @@ with a fixed policy (by default the reference proof), for demos and end-to-end t
 It serves `POST /v1/chat/completions` (streaming SSE `chat.completion.chunk` events ending in
 `data: [DONE]`, or one JSON response) and `GET /v1/models`. The modulus p is read from the
 prompt's required theorem name `adds_mod_<p>`. Stdlib only; binds to 127.0.0.1 by default.
+
+Stdlib `http.server` on purpose, although verifiers brings uvicorn and starlette: the whole
+server is a few handler methods, `running_server` needs a synchronous object with its bound
+address for tests and the demo, and an ASGI app plus a uvicorn thread would be more code, not
+less. A busy or invalid port, or a client that goes away mid-stream, gives one line, never a
+traceback (exit 2 for the command-line errors).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -214,9 +222,15 @@ class BaselineHandler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        for event in stream_events(model, text, include_usage=include_usage):
-            self.wfile.write(f"data: {event}\n\n".encode())
-            self.wfile.flush()
+        try:
+            for event in stream_events(model, text, include_usage=include_usage):
+                self.wfile.write(f"data: {event}\n\n".encode())
+                self.wfile.flush()
+        except ConnectionError:  # the client hung up mid-stream: nothing left to answer
+            self.close_connection = True
+            self.server.disconnects += 1
+            if self.server.verbose:
+                self.log_message("client went away mid-stream")
 
 
 class BaselineServer(ThreadingHTTPServer):
@@ -229,6 +243,18 @@ class BaselineServer(ThreadingHTTPServer):
         self.policy = policy
         self.verbose = verbose
         self.requests = 0
+        self.disconnects = 0
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up is routine (one line with --verbose); anything else is one line
+        on stderr, not socketserver's traceback."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):
+            self.disconnects += 1
+            if self.verbose:
+                print(f"serve-baseline: {client_address[0]} went away: {exc}", file=sys.stderr)
+            return
+        print(f"serve-baseline: error answering {client_address[0]}: {exc!r}", file=sys.stderr)
 
     @property
     def base_url(self) -> str:
@@ -252,8 +278,27 @@ def running_server(
         thread.join(timeout=5)
 
 
+def port_number(text: str) -> int:
+    """argparse type for --port: an int in 0..65535 (0 picks a free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is out of range (0-65535; 0 picks a free one)")
+    return value
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    server = BaselineServer(args.host, args.port, args.policy, verbose=args.verbose)
+    try:
+        server = BaselineServer(args.host, args.port, args.policy, verbose=args.verbose)
+    except OSError as exc:
+        hint = ""
+        if exc.errno == errno.EADDRINUSE:
+            hint = " (another process uses it: pick another --port, or --port 0 for a free one)"
+        why = exc.strerror or str(exc)
+        print(f"serve-baseline: cannot listen on {args.host}:{args.port}: {why}{hint}", file=sys.stderr)
+        return 2
     print(f"serving policy {args.policy!r} at {server.base_url} (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
@@ -273,7 +318,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: local only)")
-    p.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
+    p.add_argument("--port", type=port_number, default=8765, help="port (0 picks a free one)")
     p.add_argument("--policy", choices=tuple(POLICIES), default="reference", help="how to answer")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     p.set_defaults(handler=cmd_serve)

@@ -1,6 +1,6 @@
-"""Sub-command `install-lean`: install elan (from its official `elan-init.sh`) and the pinned
-Lean toolchain, so the grader can run. Needs internet access to GitHub; without it, it stops
-within a few seconds and says what to do instead."""
+"""Sub-command `install-lean`: install elan (from the `elan-init.sh` of a tagged elan release,
+never `master`) and the pinned Lean toolchain, so the grader can run. Needs internet access to
+GitHub; without it, it stops within a few seconds and says what to do instead."""
 
 from __future__ import annotations
 
@@ -12,11 +12,18 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 
-ELAN_INIT_URL = "https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh"
+#: The elan release whose installer script is used. v4.2.4 is the newest elan tag found in the
+#: public sources searched for this change (leanprover/elan releases; the same tag is what other
+#: projects pin). Only the script is pinned by this: elan-init.sh itself downloads an elan binary
+#: and elan then fetches LEAN_TOOLCHAIN, which is what the grader's verdicts depend on and which
+#: the grader checks by `lean --version` before use.
+ELAN_RELEASE = "v4.2.4"
+ELAN_INIT_URL = f"https://raw.githubusercontent.com/leanprover/elan/{ELAN_RELEASE}/elan-init.sh"
 MANUAL_STEPS = (
     "To install by hand on a machine with internet access:\n"
     f"  curl -sSfL {ELAN_INIT_URL} | sh -s -- -y --default-toolchain none\n"
@@ -75,17 +82,27 @@ def install(elan_home: Path, script_url: str, timeout_s: float) -> Path:
         if elan is None:
             raise InstallError(f"elan-init.sh finished but {elan_home}/bin/elan is missing.\n" + MANUAL_STEPS)
     else:
-        print(f"elan already installed: {elan}")
+        print(f"elan already installed: {elan} (toolchains go to {elan_home})")
         # The toolchain download also needs GitHub: check it answers before starting.
         fetch("https://github.com", timeout_s)
     _run([str(elan), "toolchain", "install", LEAN_TOOLCHAIN], env, f"elan toolchain install {LEAN_TOOLCHAIN}")
     return elan
 
 
+def elan_home_and_source(flag: str | None, env: Mapping[str, str]) -> tuple[Path, str]:
+    """The elan home install-lean uses and why: the flag, else $ELAN_HOME, else ~/.elan (pure)."""
+    if flag:
+        return Path(flag).expanduser().absolute(), "--elan-home"
+    if env.get("ELAN_HOME"):
+        return Path(env["ELAN_HOME"]).expanduser().absolute(), "$ELAN_HOME"
+    return Path.home() / ".elan", "default"
+
+
 def cmd_install_lean(args: argparse.Namespace) -> int:
     from lean_mod_add_proof.grading import toolchain
 
-    elan_home = Path(args.elan_home).expanduser() if args.elan_home else toolchain.elan_home()
+    elan_home, source = elan_home_and_source(args.elan_home, os.environ)
+    print(f"elan home: {elan_home} ({source})", flush=True)
     env = {**os.environ, "ELAN_HOME": str(elan_home)}
     found = toolchain.locate_toolchain(env=env)
     if isinstance(found, toolchain.Toolchain):
@@ -106,7 +123,7 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
             f"install-lean: the install ran but the toolchain was not found: {found.reason}", file=sys.stderr
         )
         return 1
-    if args.elan_home:
+    if source == "--elan-home" and os.environ.get("ELAN_HOME") != str(elan_home):
         print(f"Set ELAN_HOME={elan_home} for the grader to find it there.")
     print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
     return 0

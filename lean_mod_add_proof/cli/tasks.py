@@ -9,6 +9,10 @@ from pathlib import Path
 
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
 
+#: The split `vf-eval lean-mod-add-proof` loads when none is given (`LeanTasksetConfig.split`'s
+#: default, spelt out here so the CLI does not import verifiers; a test keeps the two equal).
+DEFAULT_SPLIT = "train"
+
 
 def _tasks_dir_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -42,7 +46,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(
-        title=f"{len(records)} task(s) in {args.tasks_dir} (split={args.split}, max_p={args.max_p})"
+        title=f"{len(records)} task(s) in {args.tasks_dir} (split={args.split}, max_p={args.max_p})",
+        caption=None
+        if args.split == "all"
+        else f"showing the {args.split} split; `--split all` lists every task",
     )
     for column in ("id", "p", "H", "seed", "split", "train fraction", "margin", "kernel mul-adds"):
         table.add_column(column, justify="left" if column in ("id", "split") else "right")
@@ -103,7 +110,12 @@ def _guarded(handler):
 def register(commands: argparse._SubParsersAction) -> None:
     """Add this module's sub-commands."""
     p = commands.add_parser("tasks", help="list the tasks of a task set")
-    p.add_argument("--split", choices=("train", "eval", "all"), default="all")
+    p.add_argument(
+        "--split",
+        choices=("train", "eval", "all"),
+        default=DEFAULT_SPLIT,
+        help=f"which split (default: {DEFAULT_SPLIT}, as in vf-eval; `all` lists every task)",
+    )
     p.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
     _tasks_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the rows of tasks.jsonl as a JSON list")

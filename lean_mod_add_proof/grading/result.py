@@ -70,9 +70,11 @@ class CommandRecord(BaseModel):
     stage: Stage
     argv: list[str]
     exit_code: int | None
-    """None when the command was killed (deadline, cancellation or a per-grade cap)."""
+    """The command's own exit code; None when a signal ended it (see `signal`), including every
+    kill by the grader (deadline, cancellation, a per-grade cap)."""
     signal: int | None = None
-    """The signal that ended the command, reported the same with and without the sandbox."""
+    """The signal that ended the command, the same with and without the sandbox (bwrap's 128+N
+    is read back as N)."""
     seconds: float
     output_tail: str
     output_bytes: int

@@ -1,0 +1,180 @@
+"""Sub-command `warm-cache`: build the grader's prebuilt Network/Weights cache entry of each
+selected task now, exactly as the first grade of that task would (same toolchain, sandbox and
+limits, through `pipeline.warm_cache`), so that later grades start from a cache hit. Used at
+image build time (container/Containerfile) and on a grading host before a run.
+
+Exit 0: every entry built or already there (hit); 1: some entry could not be built; 2: usage
+error; 3: no Lean toolchain here (nothing built)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lean_mod_add_proof.cli.settings import (
+    EXIT_NOT_JUDGED,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    add_grader_flags,
+    config_from_args,
+)
+from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
+
+#: How many hex digits of the cache key the table shows.
+KEY_PREFIX = 12
+
+
+@dataclass(frozen=True)
+class WarmRow:
+    """One task's outcome: `status` is `built`, `hit` or `failed`."""
+
+    task: str
+    key: str
+    status: str
+    seconds: float
+    reason: str = ""
+
+
+def choose(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:
+    """The tasks to warm, in task-set order; ValueError naming any unknown `--task` id (pure)."""
+    from lean_mod_add_proof.cli.tasks import select
+
+    if ids:
+        known = {r.id for r in records}
+        if unknown := [i for i in ids if i not in known]:
+            raise ValueError(f"unknown task id(s): {', '.join(unknown)} (see `lean-mod-add-proof tasks`)")
+        records = [r for r in records if r.id in ids]
+    return select(records, split, max_p)
+
+
+def cache_key_for(grade_task: Any, toolchain: Any) -> str:
+    """The cache key the pipeline files this task's entry under, from the same public helpers
+    `pipeline._Grade.prepare` uses (pure). `warm` cross-checks it: an entry reported built or
+    hit must exist under this key, so a drift between the two shows up as `failed`."""
+    from lean_mod_add_proof.grading import package as pkgmod
+
+    sources = pkgmod.package_sources(grade_task.network_lean.encode("utf-8"), grade_task.weights_lean)
+    return pkgmod.cache_key(toolchain.version, toolchain.dir, sources)
+
+
+async def warm_one(grade_task: Any, config: Any, toolchain: Any) -> WarmRow:
+    """Build or verify one task's cache entry through the pipeline's own prebuild path."""
+    from lean_mod_add_proof.grading import cache as cachemod
+    from lean_mod_add_proof.grading.pipeline import warm_cache
+
+    key = cache_key_for(grade_task, toolchain)
+    started = time.monotonic()
+    result = await warm_cache(grade_task, config)
+    seconds = round(time.monotonic() - started, 2)
+    if result.failed_stage is not None:
+        return WarmRow(grade_task.task_id, key, "failed", seconds, result.reason)
+    if result.cache not in ("built", "hit"):
+        why = "the cache directory is not writable" if result.cache == "off" else f"cache={result.cache}"
+        return WarmRow(grade_task.task_id, key, "failed", seconds, f"no cache entry kept: {why}")
+    entry = (config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser() / key
+    if not entry.is_dir():
+        return WarmRow(
+            grade_task.task_id, key, "failed", seconds, f"reported {result.cache} but {entry} is missing"
+        )
+    return WarmRow(grade_task.task_id, key, result.cache, seconds)
+
+
+async def warm(
+    records: list[TaskRecord], tasks_dir: Path, config: Any, toolchain: Any, progress: Any = None
+) -> list[WarmRow]:
+    """Warm each task in turn (one Lean build at a time: each is memory-heavy)."""
+    from lean_mod_add_proof.cli.grading import grade_task_for
+
+    rows = []
+    job = progress.add_task("warming the grader cache", total=len(records)) if progress else None
+    for record in records:
+        if progress is not None:
+            progress.update(job, description=f"{record.id} (p={record.p}, H={record.hidden})")
+        rows.append(await warm_one(grade_task_for(record.id, tasks_dir), config, toolchain))
+        if progress is not None:
+            progress.advance(job)
+    return rows
+
+
+def cmd_warm_cache(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from lean_mod_add_proof.grading import cache as cachemod
+    from lean_mod_add_proof.grading import toolchain as toolchainmod
+
+    console = Console()
+    try:
+        config = config_from_args(args)
+        records = choose(load_tasks(args.tasks_dir), args.split, args.max_p, args.task)
+    except (ValueError, TaskSetError) as exc:
+        console.print(f"[red]warm-cache:[/] {exc}", highlight=False)
+        return EXIT_USAGE
+    if not records:
+        console.print(
+            f"[red]warm-cache:[/] no task matches split={args.split}, max_p={args.max_p}", highlight=False
+        )
+        return EXIT_USAGE
+    found = toolchainmod.locate_toolchain(config.toolchain_dir)
+    if not isinstance(found, toolchainmod.Toolchain):
+        console.print(
+            f"[yellow]warm-cache: no Lean toolchain, nothing built:[/] {found.reason}", highlight=False
+        )
+        console.print(f"Install it with `{toolchainmod.INSTALL_FIX}`, then run warm-cache again.")
+        return EXIT_NOT_JUDGED
+    cache_root = (config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser()
+    console.print(
+        f"warming {len(records)} task(s) into {cache_root} with {found.version} (sandbox={config.sandbox})",
+        highlight=False,
+    )
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        rows = asyncio.run(warm(records, args.tasks_dir, config, found, progress))
+    table = Table(title=f"grader cache in {cache_root}")
+    for column in ("task", "cache key", "status", "seconds"):
+        table.add_column(column, justify="right" if column == "seconds" else "left")
+    colour = {"built": "green", "hit": "cyan", "failed": "red"}
+    for row in rows:
+        table.add_row(
+            row.task, row.key[:KEY_PREFIX], f"[{colour[row.status]}]{row.status}[/]", f"{row.seconds:.1f}"
+        )
+    console.print(table)
+    failed = [r for r in rows if r.status == "failed"]
+    for row in failed:
+        console.print(f"[red]{row.task}:[/] {row.reason}", highlight=False)
+    built = sum(r.status == "built" for r in rows)
+    hits = sum(r.status == "hit" for r in rows)
+    console.print(f"{built} built, {hits} already there, {len(failed)} failed", highlight=False)
+    return EXIT_REJECTED if failed else EXIT_OK
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add this module's sub-commands."""
+    p = commands.add_parser(
+        "warm-cache",
+        help="prebuild the grader's Network/Weights cache entry of each task (image builds, hosts)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--split",
+        choices=("train", "eval", "all"),
+        default="all",
+        help="which tasks (default: all, so one image serves training and evaluation)",
+    )
+    p.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
+    p.add_argument("--task", action="append", default=[], metavar="ID", help="only this task (repeatable)")
+    p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    add_grader_flags(p)
+    p.set_defaults(handler=cmd_warm_cache)

@@ -1,0 +1,68 @@
+"""`install-lean`: a pinned elan installer (a release tag, never `master`) and the elan home it
+really uses, printed before anything else. Offline only: no download is attempted here that
+could succeed (the script URL points at a closed local port)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from helpers import DOUBLE_DIR
+
+from lean_mod_add_proof.cli import main
+from lean_mod_add_proof.cli.setup import ELAN_INIT_URL, ELAN_RELEASE, MANUAL_STEPS, elan_home_and_source
+from lean_mod_add_proof.grading.toolchain import ELAN_DIR_NAME, TOOLCHAIN_ENV, clear_probe_cache
+
+CLOSED_PORT_URL = "http://127.0.0.1:9/elan-init.sh"
+
+
+def test_installer_is_pinned_to_a_release_tag() -> None:
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", ELAN_RELEASE)
+    assert ELAN_INIT_URL == f"https://raw.githubusercontent.com/leanprover/elan/{ELAN_RELEASE}/elan-init.sh"
+    assert "master" not in ELAN_INIT_URL and "master" not in MANUAL_STEPS
+    assert ELAN_INIT_URL in MANUAL_STEPS
+
+
+def test_elan_home_and_source(tmp_path: Path) -> None:
+    assert elan_home_and_source(str(tmp_path / "a"), {"ELAN_HOME": "/x"}) == (tmp_path / "a", "--elan-home")
+    assert elan_home_and_source(None, {"ELAN_HOME": str(tmp_path / "b")}) == (tmp_path / "b", "$ELAN_HOME")
+    assert elan_home_and_source(None, {}) == (Path.home() / ".elan", "default")
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no elan on PATH
+    monkeypatch.delenv(TOOLCHAIN_ENV, raising=False)
+    clear_probe_cache()
+
+
+@pytest.mark.usefixtures("offline")
+@pytest.mark.parametrize("via", ["flag", "env"])
+def test_prints_the_elan_home_it_uses(capsys, tmp_path: Path, monkeypatch, via: str) -> None:
+    home = tmp_path / "elan"
+    argv = ["install-lean", "--script-url", CLOSED_PORT_URL, "--timeout", "3"]
+    if via == "flag":
+        monkeypatch.setenv("ELAN_HOME", str(tmp_path / "other"))
+        argv += ["--elan-home", str(home)]
+    else:
+        monkeypatch.setenv("ELAN_HOME", str(home))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and "needs internet access" in err
+    source = "--elan-home" if via == "flag" else "$ELAN_HOME"
+    assert out.splitlines()[0] == f"elan home: {home} ({source})"
+
+
+@pytest.mark.usefixtures("offline")
+def test_already_installed_names_the_toolchain_and_home(capsys, tmp_path: Path, monkeypatch) -> None:
+    """A toolchain already in the elan home (the double stands in for it): no download at all."""
+    home = tmp_path / "elan"
+    (home / "toolchains").mkdir(parents=True)
+    (home / "toolchains" / ELAN_DIR_NAME).symlink_to(DOUBLE_DIR)
+    monkeypatch.setenv("ELAN_HOME", str(home))
+    code = main(["install-lean", "--script-url", CLOSED_PORT_URL, "--timeout", "3"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.splitlines()[0] == f"elan home: {home} ($ELAN_HOME)"
+    assert "is already installed" in out and "toolchain double" in out
