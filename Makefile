@@ -53,3 +53,22 @@ soak: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# The grading image (container/Containerfile), tagged as the taskset's default image.
+.PHONY: image warm-cache
+PKG_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE ?= lean-mod-add-proof:$(PKG_VERSION)
+CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+image:
+	@if [ -z "$(CONTAINER_TOOL)" ]; then \
+	  echo "make image: neither docker nor podman is installed; install one, or set CONTAINER_TOOL" >&2; \
+	  exit 1; \
+	fi
+	$(CONTAINER_TOOL) build -f container/Containerfile -t $(IMAGE) .
+
+# Prebuild the grader's Network/Weights cache of every task on this host (needs `make lean`);
+# grader flags go in WARM_CACHE_ARGS, e.g. WARM_CACHE_ARGS="--cache-dir /data/cache".
+WARM_CACHE_ARGS ?=
+warm-cache: setup
+	$(BIN)/lean-mod-add-proof warm-cache $(WARM_CACHE_ARGS)

@@ -239,5 +239,5 @@ def test_client_hanging_up_mid_stream_leaves_no_traceback(capfd, monkeypatch) ->
             srv.base_url + "/chat/completions", {"model": "m", "messages": messages_for(5)}
         ) as response:
             assert response.status == 200  # still serving
-    out, err = capfd.readouterr()
+    err = capfd.readouterr().err
     assert "Traceback" not in err and "Broken pipe" not in err and err.strip() == "", err

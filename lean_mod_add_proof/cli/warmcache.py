@@ -52,20 +52,10 @@ def choose(records: list[TaskRecord], split: str, max_p: int | None, ids: list[s
     return select(records, split, max_p)
 
 
-def cache_key_for(grade_task: Any, toolchain: Any) -> str:
-    """The cache key the pipeline files this task's entry under, from the same public helpers
-    `pipeline._Grade.prepare` uses (pure). `warm` cross-checks it: an entry reported built or
-    hit must exist under this key, so a drift between the two shows up as `failed`."""
-    from lean_mod_add_proof.grading import package as pkgmod
-
-    sources = pkgmod.package_sources(grade_task.network_lean.encode("utf-8"), grade_task.weights_lean)
-    return pkgmod.cache_key(toolchain.version, toolchain.dir, sources)
-
-
 async def warm_one(grade_task: Any, config: Any, toolchain: Any) -> WarmRow:
     """Build or verify one task's cache entry through the pipeline's own prebuild path."""
     from lean_mod_add_proof.grading import cache as cachemod
-    from lean_mod_add_proof.grading.pipeline import warm_cache
+    from lean_mod_add_proof.grading.pipeline import cache_key_for, warm_cache
 
     key = cache_key_for(grade_task, toolchain)
     started = time.monotonic()

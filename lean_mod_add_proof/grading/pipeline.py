@@ -200,6 +200,28 @@ class _Env:
         )
 
 
+#: (pid, work root, cache root) already swept of what killed graders left behind.
+_swept: set[tuple[int, str, str]] = set()
+
+
+async def _sweep_once(work_root: Path | None, cache_root: Path) -> None:
+    """Once per process and place, before the first grade: remove the work and cache temp
+    directories whose owner (recorded in their names) is a dead process."""
+    key = (os.getpid(), str(work_root), str(cache_root))
+    if key not in _swept:
+        _swept.add(key)
+        await workdirs.run_in_thread(workdirs.sweep_dead, work_root, cache_root)
+
+
+def cache_key_for(task: GradeTask, toolchain: Toolchain) -> str:
+    """The key the task's prebuilt package is filed under in the cache (pure)."""
+    return pkgmod.cache_key(toolchain.version, toolchain.dir, task_sources(task))
+
+
+def task_sources(task: GradeTask) -> dict[str, bytes]:
+    return pkgmod.package_sources(task.network_lean.encode("utf-8"), task.weights_lean)
+
+
 class _Grade:
     """One grade's mutable state; the stages are methods so the flow reads top to bottom."""
 
@@ -287,7 +309,8 @@ class _Grade:
         trusted: bool = False,
     ) -> CommandOutcome:
         """`lean -o/-i` one module inside package `where`, the package's own lib on the path."""
-        await asyncio.to_thread(
+        # Waited for even when cancelled, so it cannot recreate a directory after clean-up.
+        await workdirs.run_in_thread(
             (where / pkgmod.module_output(module, "olean")).parent.mkdir, parents=True, exist_ok=True
         )
         argv = pkgmod.compile_argv(str(env.toolchain.lean), module, options)
@@ -306,13 +329,15 @@ class _Grade:
     async def prepare(self, env: _Env) -> tuple[dict[str, str], Path]:
         """Fresh package = a copy of the prebuilt cache entry (built on first use). Returns the
         manifest and the directory the trusted outputs are copied from for the verdict."""
-        self.grade_dir = await asyncio.to_thread(workdirs.new_grade_dir, self.config.work_root)
-        await asyncio.to_thread((self.grade_dir / pkgmod.GRADE_TMP).mkdir, 0o700)
+        cache_root = (self.config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser()
+        await _sweep_once(self.config.work_root, cache_root)
+        # Synchronous on purpose: a cancelled thread would create the directory after cleanup ran.
+        self.grade_dir = workdirs.new_grade_dir(self.config.work_root, keep=self.config.keep_packages)
+        (self.grade_dir / pkgmod.GRADE_TMP).mkdir(0o700)
         if self.config.keep_packages:
             self.result.package_dir = str(self.grade_dir)
-        sources = pkgmod.package_sources(self.task.network_lean.encode("utf-8"), self.task.weights_lean)
-        key = pkgmod.cache_key(env.toolchain.version, env.toolchain.dir, sources)
-        cache_root = (self.config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser()
+        sources = task_sources(self.task)
+        key = cache_key_for(self.task, env.toolchain)
 
         async def prebuild(where: Path) -> cachemod.PrebuildOutcome:
             # Trusted files only, but under the same limits and sandbox, with its own deadline: a
@@ -333,12 +358,19 @@ class _Grade:
             except OSError:
                 usable = False
             if usable:
-                entry = await cachemod.ensure_entry(cache_root, key, sources, prebuild)
-                self.result.commands.extend(entry.records)
-                self.result.cache = entry.status
-                await asyncio.to_thread(workdirs.copy_package, entry.package, self.pkg)
-                return entry.manifest, entry.package
-            self.result.cache = "off"  # no writable cache: prebuild in place, same checks
+                try:
+                    entry = await cachemod.ensure_entry(
+                        cache_root, key, sources, prebuild, deadline=time.monotonic() + self.config.timeout_s
+                    )
+                except cachemod.CacheUnusable as exc:
+                    self.result.commands.extend(exc.records)
+                    self.result.cache_note = one_line(f"cache unusable: {exc.reason}")
+                else:
+                    self.result.commands.extend(entry.records)
+                    self.result.cache = entry.status
+                    await workdirs.copy_entry(entry.package, self.pkg)
+                    return entry.manifest, entry.package
+            self.result.cache = "off"  # no usable cache: prebuild in place, same checks
             manifest, records = await cachemod.prebuild_package(self.pkg, sources, prebuild)
             self.result.commands.extend(records)
             return manifest, self.pkg
@@ -350,13 +382,13 @@ class _Grade:
         """Self-test only: compile extra modules into the package before the submission, as if
         the build had made them (the judge must refuse a submission that imports one)."""
         for module, text in modules.items():
-            await asyncio.to_thread(pkgmod.write_fresh, self.pkg, pkgmod.module_source(module), text)
+            await workdirs.run_in_thread(pkgmod.write_fresh, self.pkg, pkgmod.module_source(module), text)
             out = self.record(await self.compile(env, self.pkg, module, deadline, trusted=True))
             if failure := command_failure(f"lean {module}", out, self.config.timeout_s):
                 raise _not_judged("build", f"could not build the self-test module: {failure}")
 
     async def build(self, env: _Env, submission: str, manifest: dict[str, str], deadline: float) -> None:
-        await asyncio.to_thread(pkgmod.write_submission, self.pkg, submission)
+        await workdirs.run_in_thread(pkgmod.write_submission, self.pkg, submission)
         out = self.record(
             await self.compile(env, self.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,))
         )
@@ -373,7 +405,7 @@ class _Grade:
 
     async def assemble_verdict_dir(self, manifest: dict[str, str], trusted_root: Path) -> None:
         try:
-            await asyncio.to_thread(
+            await workdirs.run_in_thread(
                 pkgmod.make_verdict_dir,
                 self.verdict_dir,
                 trusted_root,

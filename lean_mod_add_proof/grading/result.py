@@ -112,6 +112,8 @@ class GradeResult(BaseModel):
     commands: list[CommandRecord] = Field(default_factory=list)
     sandboxed: bool = False
     cache: Literal["hit", "built", "off", "unused"] = "unused"
+    cache_note: str = ""
+    """Why the cache was not used, when it could not be (the grade built in place instead)."""
     package_dir: str | None = None
     """Set when the package directory was kept."""
     toolchain: str | None = None

@@ -1,0 +1,123 @@
+"""The shipped configs: every TOML under configs/ parses and names this taskset and the right
+split; `vf-eval @ configs/eval.toml --dry-run` resolves; each prime-rl source's `env` block is a
+valid verifiers EnvConfig for this taskset (prime-rl itself is not installed here: its own keys
+are checked against the schema snapshot below, taken from the file cited in the TOML)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import verifiers.v1 as vf
+
+from lean_mod_add_proof.constants import TASKSET_ID
+from lean_mod_add_proof.demo import child_env
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs"
+EVAL_TOML = CONFIGS / "eval.toml"
+ORCHESTRATOR_TOML = CONFIGS / "prime-rl" / "orchestrator.toml"
+#: Fields of prime-rl's TrainSourceConfig / EvalSourceConfig (and their EnvConfig base) as read in
+#: packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py; a key outside them is a typo.
+PRIME_RL_SOURCE_KEYS = {"env", "serve", "name", "sampling", "ratio", "group_size", "algo", "curriculum"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    with path.open("rb") as f:
+        return tomllib.load(f)
+
+
+def tasksets(node: Any) -> list[dict[str, Any]]:
+    """Every `taskset` table anywhere in a parsed TOML."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "taskset" and isinstance(value, dict):
+                found.append(value)
+            found += tasksets(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += tasksets(item)
+    return found
+
+
+def test_every_config_parses_and_names_this_taskset() -> None:
+    paths = sorted(CONFIGS.rglob("*.toml"))
+    assert EVAL_TOML in paths and ORCHESTRATOR_TOML in paths
+    for path in paths:
+        found = tasksets(load(path))
+        assert found, f"{path} names no taskset"
+        for taskset in found:
+            assert taskset["id"] == TASKSET_ID, path
+            assert taskset.get("split") in ("train", "eval"), f"{path}: say which split"
+
+
+def test_eval_config_is_a_small_eval_split_smoke_run() -> None:
+    data = load(EVAL_TOML)
+    assert data["env"]["taskset"]["split"] == "eval"
+    assert data["select"]["limit"] <= 5 and data["num_rollouts"] == 1
+    assert data["push"] is False
+    assert (data["env"]["agent"]["harness"]["id"], data["env"]["agent"]["runtime"]["type"]) == (
+        "null",
+        "subprocess",
+    )
+
+
+def test_prime_rl_sources_train_on_train_and_evaluate_on_eval() -> None:
+    data = load(ORCHESTRATOR_TOML)
+    train, evals = data["train"]["source"], data["eval"]["source"]
+    assert train and evals
+    assert {s["env"]["taskset"]["split"] for s in train} == {"train"}
+    assert {s["env"]["taskset"]["split"] for s in evals} == {"eval"}
+    names = [s["name"] for s in train + evals]
+    assert len(names) == len(set(names))
+    for source in train + evals:
+        assert set(source) <= PRIME_RL_SOURCE_KEYS, set(source) - PRIME_RL_SOURCE_KEYS
+    assert data["batch_size"] % data["group_size"] == 0  # prime-rl's own validator
+
+
+@pytest.mark.parametrize("group", ["train", "eval"])
+def test_prime_rl_env_blocks_are_valid_verifiers_env_configs(group: str) -> None:
+    for source in load(ORCHESTRATOR_TOML)[group]["source"]:
+        env = vf.resolve_env_config(source["env"])
+        assert env.taskset.id == TASKSET_ID and env.taskset.split == group
+        assert env.taskset.task.on_grader_error == "raise"
+        assert env.agent.harness.id == "null" and env.agent.runtime.type == "subprocess"
+
+
+def test_a_misspelt_env_key_would_be_caught() -> None:
+    source = load(ORCHESTRATOR_TOML)["train"]["source"][0]
+    bad = json.loads(json.dumps(source["env"]))
+    bad["taskset"]["splitt"] = "train"
+    with pytest.raises(ValueError, match="splitt"):
+        vf.resolve_env_config(bad)
+
+
+def vf_eval() -> str:
+    path = Path(sys.executable).parent / "vf-eval"
+    return str(path) if path.is_file() else (shutil.which("vf-eval") or "vf-eval")
+
+
+def test_vf_eval_dry_run_resolves_the_eval_config(tmp_path: Path) -> None:
+    # `@ file` goes before bare boolean flags: pydantic-config reads `--dry-run @ file` as a
+    # config file nested under `dry_run` ("Extra inputs are not permitted").
+    out_dir = tmp_path / "runs"
+    argv = [vf_eval(), TASKSET_ID, "@", str(EVAL_TOML), "--dry-run", "-o", str(out_dir)]
+    done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = list(out_dir.glob("**/configs/resolved/eval.json"))
+    assert len(files) == 1, done.stderr[-2000:]
+    resolved = json.loads(files[0].read_text())
+    taskset = resolved["env"]["taskset"]
+    assert (taskset["id"], taskset["split"], taskset["max_p"]) == (TASKSET_ID, "eval", 7)
+    assert resolved["select"]["limit"] == 3 and resolved["push"] is False
+    assert resolved["model"] == "baseline-reference"
+    assert resolved["client"]["base_url"] == "http://127.0.0.1:8765/v1"
+    assert resolved["env"]["agent"]["harness"]["id"] == "null"
+    assert resolved["env"]["agent"]["runtime"]["type"] == "subprocess"
