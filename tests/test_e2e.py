@@ -268,3 +268,39 @@ def test_grading_in_a_runtime_without_lean_is_could_not_judge(tmp_path: Path) ->
         info = trace["info"]["lean_grader"]
         assert trace["rewards"]["kernel_accepts"]["score"] == 0.0 and info["judged"] is False
         assert "could not judge" in info["reason"]
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_compiler_feedback_two_attempts(tmp_path: Path) -> None:
+    """max_attempts 2 through real vf-eval, driven by the toolchain double (not Lean; the first
+    reply is rejected by the guard, which needs no Lean, and the double accepts the second): the
+    model's second message is the grader's feedback, and the second attempt earns the reward."""
+    extra = [
+        "--env.taskset.task.toolchain-dir",
+        str(DOUBLE_DIR),
+        "--env.taskset.task.sandbox",
+        "off",
+        "--env.taskset.task.cache-dir",
+        str(tmp_path / "cache"),
+        "--env.taskset.task.max-attempts",
+        "2",
+        "--env.taskset.task.attempt-discount",
+        "0.5",
+    ]
+    traces = _run_vf_eval(tmp_path, "guard-then-reference", "feedback", on_grader_error="raise", extra=extra)
+    for trace in traces:
+        assert trace["ok"], trace["errors"]
+        users = [n["message"]["content"] for n in trace["nodes"] if n["message"]["role"] == "user"]
+        assert len(users) == 2, users
+        feedback = users[1] if isinstance(users[1], str) else json.dumps(users[1])
+        assert feedback.startswith("Your proof was not accepted.")
+        assert (
+            "Failed at: the text rules" in feedback and "sorry" in feedback and "1 attempt left" in feedback
+        )
+        assert "/tmp" not in feedback and str(DOUBLE_DIR) not in feedback
+        info = trace["info"]["lean_grader"]
+        assert [a["failed_stage"] for a in info["attempts"]] == ["guard", None]
+        assert info["accepted"] and trace["rewards"]["kernel_accepts"]["score"] == 0.5
+        assert trace["metrics"]["lean_stages/attempts"] == 2.0
+        assert trace["metrics"]["lean_stages/first_attempt_accepted"] == 0.0

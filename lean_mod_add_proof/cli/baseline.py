@@ -33,6 +33,7 @@ from lean_mod_add_proof.constants import (
     single_decide_submission,
     theorem_name,
 )
+from lean_mod_add_proof.feedback import FEEDBACK_HEADER
 
 _P_RE = re.compile(r"adds_mod_(\d+)")
 
@@ -83,13 +84,26 @@ def no_code_reply(p: int) -> str:
     return f"I believe the network adds modulo {p}, but I will not write a proof."
 
 
-POLICIES: dict[str, Callable[[int], str]] = {
-    "reference": reference_reply,
-    "reference-single": reference_single_reply,
-    "wrong-statement": wrong_statement_reply,
-    "guard-violation": guard_violation_reply,
-    "missing-import": missing_import_reply,
-    "no-code": no_code_reply,
+def guard_then_reference_reply(p: int, retried: bool) -> str:
+    """A guard violation first, then, once the grader's feedback came back, the reference proof:
+    what `max_attempts` > 1 is for."""
+    return reference_reply(p) if retried else guard_violation_reply(p)
+
+
+def _first_try(reply: Callable[[int], str]) -> Callable[[int, bool], str]:
+    """A policy that answers the same whatever the grader said before."""
+    return lambda p, _retried: reply(p)
+
+
+#: Replies by policy: each takes p and whether the grader already answered a failed attempt.
+POLICIES: dict[str, Callable[[int, bool], str]] = {
+    "reference": _first_try(reference_reply),
+    "reference-single": _first_try(reference_single_reply),
+    "wrong-statement": _first_try(wrong_statement_reply),
+    "guard-violation": _first_try(guard_violation_reply),
+    "missing-import": _first_try(missing_import_reply),
+    "no-code": _first_try(no_code_reply),
+    "guard-then-reference": guard_then_reference_reply,
 }
 
 
@@ -106,10 +120,14 @@ def _message_text(message: Any) -> str:
 
 def answer(policy: str, messages: list[Any]) -> str:
     """The policy's reply to a conversation; p comes from the latest message that names it."""
+    retried = any(
+        isinstance(m, dict) and m.get("role") == "user" and FEEDBACK_HEADER in _message_text(m)
+        for m in messages
+    )
     for message in reversed(messages):
         p = parse_p(_message_text(message))
         if p is not None:
-            return POLICIES[policy](p)
+            return POLICIES[policy](p, retried)
     return "I could not find a theorem named `adds_mod_<p>` in the prompt."
 
 
