@@ -13,7 +13,8 @@ import pytest
 from helpers import DOUBLE_DIR, grade_task, make_task_set, run_double, submission, weights_text
 
 from lean_mod_add_proof.cli import main
-from lean_mod_add_proof.cli.warmcache import KEY_PREFIX, choose, warm_one
+from lean_mod_add_proof.cli.taskrun import choose
+from lean_mod_add_proof.cli.warmcache import KEY_PREFIX, warm_one
 from lean_mod_add_proof.dataset.tasks import load_tasks, sha256_text
 from lean_mod_add_proof.grading.pipeline import cache_key_for
 from lean_mod_add_proof.grading.result import GraderConfig

@@ -14,23 +14,10 @@ from lean_mod_add_proof.cli.settings import (
     EXIT_NOT_JUDGED,
     EXIT_OK,
     EXIT_REJECTED,
-    EXIT_USAGE,
     add_grader_flags,
-    config_from_args,
 )
-from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
-
-
-def pick(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:
-    """The tasks to calibrate, smallest kernel work first (pure)."""
-    chosen = [
-        r
-        for r in records
-        if (split == "all" or r.split == split)
-        and (max_p is None or r.p <= max_p)
-        and (not ids or r.id in ids)
-    ]
-    return sorted(chosen, key=lambda r: (r.kernel_mul_adds, r.id))
+from lean_mod_add_proof.cli.taskrun import add_task_flags, start
+from lean_mod_add_proof.dataset.tasks import TaskRecord
 
 
 def timing_row(record: TaskRecord, result: Any) -> dict[str, Any]:
@@ -74,25 +61,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from rich.progress import Progress
     from rich.table import Table
 
-    from lean_mod_add_proof.grading import toolchain
-
     console = Console()
-    try:
-        config = config_from_args(args)
-        records = pick(load_tasks(args.tasks_dir), args.split, args.max_p, args.task)
-    except (ValueError, TaskSetError) as exc:
-        console.print(f"[red]calibrate:[/] {exc}", highlight=False)
-        return EXIT_USAGE
-    if not records:
-        console.print("[red]calibrate:[/] no task matches", highlight=False)
-        return EXIT_USAGE
-    found = toolchain.locate_toolchain(config.toolchain_dir)
-    if not isinstance(found, toolchain.Toolchain):
-        console.print(
-            f"[yellow]calibrate: no Lean toolchain, nothing measured:[/] {found.reason}", highlight=False
-        )
-        console.print(f"Install it with `{toolchain.INSTALL_FIX}`, then run calibrate again.")
-        return EXIT_NOT_JUDGED
+    started = start(args, console, "calibrate", "nothing measured")
+    if isinstance(started, int):
+        return started
+    config, records, found = started
+    records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))  # smallest kernel work first
     with Progress(console=console, transient=True) as progress:
         rows = asyncio.run(_calibrate(records, args.tasks_dir, config, progress))
     table = Table(title=f"reference proofs on {found.version}")
@@ -137,10 +111,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Exit 0: every reference proof accepted; 1: some rejected; 3: could not judge "
         "(for example no toolchain); 2: usage error.",
     )
-    p.add_argument("--split", choices=("train", "eval", "all"), default="all")
-    p.add_argument("--max-p", type=int, default=None)
-    p.add_argument("--task", action="append", default=[], help="only this task id (repeatable)")
-    p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    add_task_flags(p, "which tasks (default: all)")
     p.add_argument("--out", type=Path, default=None, help="write the measurements as JSON here")
     add_grader_flags(p)
     p.set_defaults(handler=cmd_calibrate)

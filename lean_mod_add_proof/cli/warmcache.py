@@ -16,14 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from lean_mod_add_proof.cli.settings import (
-    EXIT_NOT_JUDGED,
     EXIT_OK,
     EXIT_REJECTED,
-    EXIT_USAGE,
     add_grader_flags,
-    config_from_args,
 )
-from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
+from lean_mod_add_proof.cli.taskrun import add_task_flags, start
+from lean_mod_add_proof.dataset.tasks import TaskRecord
 
 #: How many hex digits of the cache key the table shows.
 KEY_PREFIX = 12
@@ -38,18 +36,6 @@ class WarmRow:
     status: str
     seconds: float
     reason: str = ""
-
-
-def choose(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:
-    """The tasks to warm, in task-set order; ValueError naming any unknown `--task` id (pure)."""
-    from lean_mod_add_proof.cli.tasks import select
-
-    if ids:
-        known = {r.id for r in records}
-        if unknown := [i for i in ids if i not in known]:
-            raise ValueError(f"unknown task id(s): {', '.join(unknown)} (see `lean-mod-add-proof tasks`)")
-        records = [r for r in records if r.id in ids]
-    return select(records, split, max_p)
 
 
 async def warm_one(grade_task: Any, config: Any, toolchain: Any) -> WarmRow:
@@ -97,27 +83,12 @@ def cmd_warm_cache(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from lean_mod_add_proof.grading import cache as cachemod
-    from lean_mod_add_proof.grading import toolchain as toolchainmod
 
     console = Console()
-    try:
-        config = config_from_args(args)
-        records = choose(load_tasks(args.tasks_dir), args.split, args.max_p, args.task)
-    except (ValueError, TaskSetError) as exc:
-        console.print(f"[red]warm-cache:[/] {exc}", highlight=False)
-        return EXIT_USAGE
-    if not records:
-        console.print(
-            f"[red]warm-cache:[/] no task matches split={args.split}, max_p={args.max_p}", highlight=False
-        )
-        return EXIT_USAGE
-    found = toolchainmod.locate_toolchain(config.toolchain_dir)
-    if not isinstance(found, toolchainmod.Toolchain):
-        console.print(
-            f"[yellow]warm-cache: no Lean toolchain, nothing built:[/] {found.reason}", highlight=False
-        )
-        console.print(f"Install it with `{toolchainmod.INSTALL_FIX}`, then run warm-cache again.")
-        return EXIT_NOT_JUDGED
+    started = start(args, console, "warm-cache", "nothing built")
+    if isinstance(started, int):
+        return started
+    config, records, found = started
     cache_root = (config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser()
     console.print(
         f"warming {len(records)} task(s) into {cache_root} with {found.version} (sandbox={config.sandbox})",
@@ -157,14 +128,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--split",
-        choices=("train", "eval", "all"),
-        default="all",
-        help="which tasks (default: all, so one image serves training and evaluation)",
-    )
-    p.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
-    p.add_argument("--task", action="append", default=[], metavar="ID", help="only this task (repeatable)")
-    p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    add_task_flags(p, "which tasks (default: all, so one image serves training and evaluation)")
     add_grader_flags(p)
     p.set_defaults(handler=cmd_warm_cache)

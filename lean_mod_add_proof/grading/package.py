@@ -18,11 +18,10 @@ import hashlib
 import os
 import re
 import shutil
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from lean_mod_add_proof.grading.hashing import hash_files
+from lean_mod_add_proof.grading.hashing import hash_files, open_beneath
 from lean_mod_add_proof.grading.lean_names import (
     LEAN_TOOLCHAIN,
     PACKAGE_NAME,
@@ -190,36 +189,16 @@ class VerdictDirError(Exception):
     """The verdict directory could not be assembled; the message is the one-line reason."""
 
 
-def _open_beneath(root: Path, rel: str) -> int:
-    """Open root/rel for reading without following a symlink at any component, so a build that
-    replaced `.lake` or `lib` with a link cannot redirect the copy. Regular files only."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(root, flags | os.O_DIRECTORY)
-    try:
-        *dirs, name = rel.split("/")
-        for part in dirs:
-            nxt = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        leaf = os.open(name, flags | os.O_NONBLOCK, dir_fd=fd)
-    finally:
-        os.close(fd)
-    if not stat.S_ISREG(os.fstat(leaf).st_mode):
-        os.close(leaf)
-        raise VerdictDirError(f"{rel} is not a regular file")
-    return leaf
-
-
 def _copy_out(root: Path, rel: str, dest: Path, max_bytes: int, sha256: str | None = None) -> None:
     """Copy one file out of `root` into `dest` (created exclusively); with `sha256`, the bytes
     must match it. Hashing while copying means the verdict reads exactly the bytes checked."""
-    try:
-        src = _open_beneath(root, rel)
+    try:  # no symlink at any component, regular files only: a build cannot redirect the copy
+        src = open_beneath(root, rel)
     except FileNotFoundError:
         raise VerdictDirError(f"{rel} is missing") from None
     except NotADirectoryError:
         raise VerdictDirError(f"{rel}: a parent directory is not a directory") from None
-    except OSError as exc:  # ELOOP: a symlink somewhere on the path
+    except OSError as exc:  # a symlink somewhere on the path, a FIFO, a device
         raise VerdictDirError(f"{rel} cannot be opened safely ({exc.strerror})") from None
     digest = hashlib.sha256()
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,56 @@
+"""What commands that run over many tasks share (`calibrate`, `warm-cache`): the task-selection
+flags, choosing the tasks, and the start-up checks (settings, a match, a toolchain)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from lean_mod_add_proof.cli.settings import EXIT_NOT_JUDGED, EXIT_USAGE, config_from_args
+from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
+
+
+def add_task_flags(parser: argparse.ArgumentParser, split_help: str) -> None:
+    parser.add_argument("--split", choices=("train", "eval", "all"), default="all", help=split_help)
+    parser.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
+    parser.add_argument(
+        "--task", action="append", default=[], metavar="ID", help="only this task (repeatable)"
+    )
+    parser.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+
+
+def choose(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:
+    """The selected tasks, in task-set order; ValueError naming any unknown `--task` id (pure)."""
+    from lean_mod_add_proof.cli.tasks import select
+
+    if ids:
+        known = {r.id for r in records}
+        if unknown := [i for i in ids if i not in known]:
+            raise ValueError(f"unknown task id(s): {', '.join(unknown)} (see `lean-mod-add-proof tasks`)")
+        records = [r for r in records if r.id in ids]
+    return select(records, split, max_p)
+
+
+def start(args: argparse.Namespace, console: Any, command: str, nothing: str) -> tuple[Any, list, Any] | int:
+    """(config, tasks, toolchain), or the exit code after saying why not: 2 for a bad setting or
+    no matching task, 3 when there is no toolchain (`nothing` says what was therefore not done)."""
+    from lean_mod_add_proof.grading import toolchain
+
+    try:
+        config = config_from_args(args)
+        records = choose(load_tasks(args.tasks_dir), args.split, args.max_p, args.task)
+    except (ValueError, TaskSetError) as exc:
+        console.print(f"[red]{command}:[/] {exc}", highlight=False)
+        return EXIT_USAGE
+    if not records:
+        console.print(
+            f"[red]{command}:[/] no task matches split={args.split}, max_p={args.max_p}", highlight=False
+        )
+        return EXIT_USAGE
+    found = toolchain.locate_toolchain(config.toolchain_dir)
+    if not isinstance(found, toolchain.Toolchain):
+        console.print(f"[yellow]{command}: no Lean toolchain, {nothing}:[/] {found.reason}", highlight=False)
+        console.print(f"Install it with `{toolchain.INSTALL_FIX}`, then run {command} again.")
+        return EXIT_NOT_JUDGED
+    return config, records, found
