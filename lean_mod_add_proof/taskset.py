@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import verifiers.v1 as vf
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from lean_mod_add_proof.constants import reference_submission
 from lean_mod_add_proof.dataset.tasks import (
@@ -108,10 +108,10 @@ class LeanTasksetConfig(vf.TasksetConfig):
 
     split: Literal["train", "eval", "all"] = "train"
     """`train` (seeds 0 and 1), `eval` (seed 2, held out) or `all`."""
-    max_p: int | None = Field(None, ge=2)
-    """Only tasks with p <= max_p (default: no limit)."""
     tasks_dir: Path | None = None
     """Another generated task set (tasks.jsonl + <id>/Weights.lean); default: the packaged one."""
+    max_p: int | None = Field(None, ge=2)
+    """Only tasks with p <= max_p (default: no limit); some task must remain."""
     image: str | None = DEFAULT_IMAGE
     """With `task.grade_in runtime`, the container image each rollout's box starts from (Prime
     sandboxes, Docker, Modal): `make image`'s, with Lean, bubblewrap, this package and a warm
@@ -128,6 +128,22 @@ class LeanTasksetConfig(vf.TasksetConfig):
             load_tasks(value)
         except TaskSetError as exc:
             raise ValueError(f"tasks_dir is not a usable task set: {exc}") from None
+        return value
+
+    @field_validator("max_p")
+    @classmethod
+    def _some_task_remains(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """Checked when the config is resolved, so `--max-p 3` fails before anything runs."""
+        if value is None:
+            return None
+        try:
+            rows = load_tasks(info.data.get("tasks_dir") or DEFAULT_TASKS_DIR, verify_hashes=False)
+        except TaskSetError:
+            return value  # tasks_dir's own check says what is wrong
+        split = info.data.get("split", "train")
+        ps = sorted({r.p for r in rows if split == "all" or r.split == split})
+        if ps and not any(p <= value for p in ps):
+            raise ValueError(f"no {split} task has p <= {value} (the smallest p is {ps[0]})")
         return value
 
 

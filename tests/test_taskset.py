@@ -237,6 +237,8 @@ def test_resolve_env_config_defaults_and_values(tasks_dir: Path) -> None:
         ({"task": {"memory_mb": 1}}, "memory_mb"),
         ({"task": {"sandbox": "maybe"}}, "sandbox"),
         ({"max_pp": 3}, "max_pp"),
+        ({"max_p": 3}, "max_p"),  # no task left: refused when the config is resolved
+        ({"task": {"max_attempts": 2, "grade_in": "runtime"}}, "grade_in"),
     ],
 )
 def test_resolve_env_config_rejects_bad_values(taskset_cfg: dict, field: str) -> None:
