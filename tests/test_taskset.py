@@ -1,5 +1,5 @@
 """The taskset without a model or a harness: loading, the prompt, config resolution, and
-offline scoring of hand-built traces (verifiers-v1.md §7). None of this needs Lean: where a
+offline scoring of hand-built traces (`Task.score` with no runtime). None of this needs Lean: where a
 grade reaches the toolchain stage, the toolchain is forced missing, so these tests say the same
 thing on a machine that has Lean."""
 

@@ -175,7 +175,7 @@ MAX_SUBMISSION_BYTES = 1_048_576
 #: `#` are enforced by the hash-command rule, which rejects every `#` command except
 #: `ALLOWED_HASH_COMMANDS`. This exact tuple is shown to the model.
 BANNED_WORDS: tuple[str, ...] = (
-    # The seed's list (`decide +native` -> `native`, `set_option debug.*` -> `debug`).
+    # The original rules (`decide +native` -> `native`, `set_option debug.*` -> `debug`).
     "sorry", "admit", "native_decide", "native", "ofReduceBool", "axiom", "opaque",
     "implemented_by", "extern", "unsafe", "partial", "debug", "macro", "macro_rules", "elab",
     "elab_rules", "syntax", "notation", "infix", "infixl", "infixr", "prefix", "postfix",
