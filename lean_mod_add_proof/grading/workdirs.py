@@ -27,6 +27,7 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import stat
 import tempfile
 import threading
@@ -402,6 +403,13 @@ def remove_tree(path: Path) -> bool:
         except OSError:
             return False
         if stat.S_ISDIR(st.st_mode):
+            # The common case first: CPython's rmtree works on directory fds and never follows a
+            # symlink (`shutil._rmtree_safe_fd`); anything it cannot remove (a 0o000 directory, a
+            # tree deeper than its recursion) is left for the robust remover.
+            if shutil.rmtree.avoids_symlink_attacks:
+                with contextlib.suppress(OSError, RecursionError):
+                    shutil.rmtree(path)
+                    return True
             _remove_dir(path)
         else:
             with contextlib.suppress(OSError):
