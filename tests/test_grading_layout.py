@@ -94,8 +94,15 @@ GOOD = {
 }
 
 
+def _as_lean_prints(obj: dict) -> str:
+    """Lean's `Json.compress`: keys in alphabetical order, no spaces."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
 def test_parse_judge_output_takes_the_last_line() -> None:
-    report = parse_judge_output("some log line\n" + json.dumps(GOOD) + "\n\n")
+    line = _as_lean_prints(GOOD)
+    assert line.startswith('{"axioms":')  # so no parser may expect the judge key first
+    report = parse_judge_output("some log line\n" + line + "\n\n")
     assert report.verdict == "ok" and report.axioms == ["propext"]
 
 
@@ -104,8 +111,9 @@ def test_parse_judge_output_takes_the_last_line() -> None:
     [
         ("", "no verdict"),
         ("plain text only", "no verdict"),
-        (json.dumps(GOOD) + "\n" + json.dumps(GOOD), "more than one"),
-        (json.dumps(GOOD) + "\ntrailing", "after its verdict"),
+        (_as_lean_prints(GOOD) + "\n" + json.dumps(GOOD), "more than one"),
+        (_as_lean_prints(GOOD) + "\ntrailing", "after its verdict"),
+        ('{"axioms":[],"judge":1,"verdict":"ok"', "unreadable"),
         (json.dumps({**GOOD, "verdict": "yes"}), "unreadable"),
         (json.dumps({**GOOD, "judge": 2}), "unreadable"),
         (json.dumps({**GOOD, "extra": 1}), "unreadable"),

@@ -24,8 +24,8 @@ YES_LEAN = """#!/bin/sh
 # A toolchain that is not Lean and says yes to everything.
 if [ "$1" = --version ]; then echo "Lean (version 4.35.0-rc2, a liar)"; exit 0; fi
 if [ "$1" = --run ]; then
-  printf '{"judge":1,"verdict":"ok","reason":"","imports":[],"replayed":1,'
-  echo '"theorem_kind":"theorem","axioms":[],"check_axioms":[]}'
+  printf '{"axioms":[],"check_axioms":[],"imports":[],"judge":1,"reason":"",'
+  echo '"replayed":1,"theorem_kind":"theorem","verdict":"ok"}'
   exit 0
 fi
 while [ $# -gt 0 ]; do

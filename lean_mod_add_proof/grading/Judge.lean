@@ -7,8 +7,9 @@ process, run by the grader after the untrusted build as
 
 from a fresh directory that holds only this file, byte-verified copies of the trusted
 Network/Weights oleans under `lib/`, and the submission's olean under `submission/` (which is not
-on any search path). It prints exactly one line `{"judge":1,"verdict":...}` and exits 0 whenever
-it reached a verdict about the submission; any other ending means "no verdict", never "accepted".
+on any search path). It prints exactly one JSON object line holding `"judge":1` and the verdict
+(`Json.compress` orders keys alphabetically) and exits 0 whenever it reached a verdict about the
+submission; any other ending means "no verdict", never "accepted".
 
 Why it can be trusted (every API below is cited; sources read from leanprover/lean4, newest
 stored copies, not pinned to v4.35.0-rc2: the grader's self-test runs this file on the real
@@ -159,8 +160,14 @@ def oleanParts (olean : System.FilePath) : IO (Array System.FilePath) := do
       files := files.push priv
   return files
 
+/-- At most 2000 characters: a reason is one line for a human, and a huge kernel message must not
+push the verdict line past the grader's output cap (`String.toList`, `List.take`,
+`List.asString`: src/Init/Data/String/Basic.lean, src/Init/Data/List/Basic.lean). -/
+def clip (s : String) : String :=
+  (s.toList.take 2000).asString
+
 def kernelMessage (ex : Kernel.Exception) : IO String :=
-  (ex.toMessageData {}).toString
+  return clip (← (ex.toMessageData {}).toString)
 
 /-- The verdict. Written with statement-level `try`/`match` and mutable variables only, the most
 conservative do-notation forms, so that each early `return` is unambiguously the function's. -/
@@ -171,7 +178,7 @@ def judge (a : Args) : IO Report := do
   try
     parts ← readModuleDataParts (← oleanParts a.olean)
   catch e =>
-    return { r with verdict := "replay", reason := s!"unreadable olean: {e}" }
+    return { r with verdict := "replay", reason := clip s!"unreadable olean: {e}" }
   let some (first, _) := parts[0]?
     | return { r with verdict := "replay", reason := "the olean holds no module data" }
   let some (mostPrivate, _) := parts[parts.size - 1]?
@@ -196,7 +203,7 @@ def judge (a : Args) : IO Report := do
   try
     kenv ← kenv.replay newConstants
   catch e =>
-    return { r with verdict := "replay", reason := s!"the kernel rejected the submission: {e}" }
+    return { r with verdict := "replay", reason := clip s!"the kernel rejected the submission: {e}" }
   -- 4. The theorem: declared by the submission, a theorem, no universe parameters.
   unless newConstants.contains a.thm do
     return { r with verdict := "statement", reason := s!"the submission declares no {a.thm}" }
@@ -214,7 +221,9 @@ def judge (a : Args) : IO Report := do
   -- 5. The statement, checked by the kernel: `theorem check : spec := thm`.
   let decl := Declaration.thmDecl
     { name := a.check, levelParams := [], type := mkConst a.spec, value := mkConst a.thm, all := [a.check] }
-  match kenv.addDeclCore 0 decl none with
+  -- `addDeclCore env maxHeartbeats maxRecDepth decl cancelTk?`: the maxRecDepth argument exists
+  -- since v4.33 (0 = no limit, as in the replay's own call, src/Lean/Replay.lean).
+  match kenv.addDeclCore 0 0 decl (cancelTk? := none) with
   | .error ex =>
     let msg ← kernelMessage ex
     return { r with verdict := "statement", reason := s!"{a.thm} does not have type {a.spec}: {msg}" }
@@ -229,6 +238,8 @@ end LeanModAddProofJudge
 
 def main (args : List String) : IO UInt32 := do
   let a ← LeanModAddProofJudge.parseArgs {} args
+  if a.thm.isAnonymous || a.spec.isAnonymous || a.check.isAnonymous || a.olean.toString.isEmpty then
+    throw <| IO.userError "judge: --olean, --theorem, --spec and --check are required"
   -- The only search path: the toolchain's library first, so nothing can shadow `Init`.
   searchPathRef.set [a.toolchainLib, a.lib]
   let report ← LeanModAddProofJudge.judge a

@@ -8,9 +8,10 @@ imports, replays its constants through the kernel, kernel-checks `theorem <check
 
 - argv: `lean --run Judge.lean --olean submission/Submission.olean --lib lib --toolchain-lib D
   --theorem T --spec S --check C --allow-import M ... --require-import M`
-- stdout: exactly one line `{"judge":1,"verdict":...}`, the last one it prints; exit 0 whenever it
-  printed a verdict (accepting or rejecting). Anything else (no line, two lines, a non-zero exit,
-  an unknown verdict) means the judge reached no verdict.
+- stdout: exactly one JSON object line with a `judge` key (Lean's `Json.compress` writes keys in
+  alphabetical order, so it starts with `{"axioms":`), the last line it prints; exit 0 whenever
+  it printed a verdict (accepting or rejecting). Anything else (no such line, two, a non-zero
+  exit, an unknown verdict) means the judge reached no verdict.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from lean_mod_add_proof.grading.package import JUDGE_FILE, VERDICT_LIB, verdict_output
 
 JUDGE_PROTOCOL = 1
-_MARK = '{"judge":'
 
 #: What the judge concluded: `ok` (the caller still applies the axiom allow-list), or the first
 #: check that failed.
@@ -74,11 +74,22 @@ def judge_argv(
     return argv
 
 
+def _is_verdict_line(line: str) -> bool:
+    """A JSON object with a `judge` key, whatever the key order."""
+    if not line.startswith("{"):
+        return False
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return line.replace(" ", "").find('"judge":') != -1  # a broken verdict still counts as one
+    return isinstance(obj, dict) and "judge" in obj
+
+
 def parse_judge_output(text: str) -> JudgeReport:
-    """The verdict line: the last non-empty line, which must be the only one that starts like a
-    verdict. The judge never runs submitted code, but the line still has to parse strictly."""
+    """The verdict line: the last non-empty line, which must be the only JSON object line with a
+    `judge` key. The judge never runs submitted code, but the line still has to parse strictly."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    marked = [ln for ln in lines if ln.replace(" ", "").startswith(_MARK)]
+    marked = [ln for ln in lines if _is_verdict_line(ln)]
     if not marked:
         raise JudgeOutputError("the judge printed no verdict")
     if len(marked) > 1:
