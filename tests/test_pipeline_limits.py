@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import marker, processes_with, run_double, submission, wait_gone, work_dirs
 
-from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading import pipeline, workdirs
 
 
 async def test_memory_cap_is_the_summed_rss_and_names_itself(tmp_path: Path) -> None:
@@ -119,4 +119,44 @@ async def test_cancellation_kills_everything_and_cleans_up(tmp_path: Path) -> No
     with pytest.raises(asyncio.CancelledError):
         await job
     assert await wait_gone(mark) == []
+    assert work_dirs(tmp_path) == []
+
+
+def test_a_killed_unsandboxed_graders_leftovers_are_swept_by_the_next(tmp_path: Path) -> None:
+    """SIGKILL a grader mid-build with the sandbox off: its processes and its grade directory
+    survive it; the next grader to start ends those processes (their marker names a dead owner)
+    and removes the directory, and leaves everything of live graders alone."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    mark = marker()
+    spawned = f"double-spawn-{mark}"  # the build's child (the grader's own argv holds `mark` too)
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from pathlib import Path
+        from helpers import double_config, grade_task, submission
+        from lean_mod_add_proof.grading.pipeline import grade
+        asyncio.run(grade(submission("build spawn {mark}", "build sleep 60"), grade_task(),
+                          double_config(Path({str(tmp_path)!r})), skip_selftest=True))
+        """
+    )
+    grader = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 20
+        while not processes_with(spawned) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(spawned), "the grader never started its build"
+    finally:
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+    time.sleep(0.3)
+    assert processes_with(spawned) and work_dirs(tmp_path)  # what a killed grader leaves
+    pipeline._swept.clear()  # as in a freshly started grader process
+    res = asyncio.run(run_double(submission(), tmp_path))
+    assert res.accepted, res.reason
+    assert asyncio.run(wait_gone(spawned)) == []
     assert work_dirs(tmp_path) == []

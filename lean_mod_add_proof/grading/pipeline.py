@@ -37,7 +37,14 @@ from lean_mod_add_proof.grading.lean_names import (
     theorem_name,
 )
 from lean_mod_add_proof.grading.messages import error_messages
-from lean_mod_add_proof.grading.process import CommandOutcome, Limits, child_env, find_prlimit, run_command
+from lean_mod_add_proof.grading.process import (
+    CommandOutcome,
+    Limits,
+    child_env,
+    find_prlimit,
+    kill_dead_graders_processes,
+    run_command,
+)
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, decide_sandbox, host_layout, probe_sandbox
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
@@ -206,10 +213,12 @@ _swept: set[tuple[int, str, str]] = set()
 
 async def _sweep_once(work_root: Path | None, cache_root: Path) -> None:
     """Once per process and place, before the first grade: remove the work and cache temp
-    directories whose owner (recorded in their names) is a dead process."""
+    directories whose owner (recorded in their names) is a dead process, and end the processes
+    a killed unsandboxed grader left running."""
     key = (os.getpid(), str(work_root), str(cache_root))
     if key not in _swept:
         _swept.add(key)
+        await workdirs.run_in_thread(kill_dead_graders_processes)
         await workdirs.run_in_thread(workdirs.sweep_dead, work_root, cache_root)
 
 

@@ -60,6 +60,7 @@ import asyncio
 import contextlib
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -70,6 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_mod_add_proof.grading.result import CommandRecord, Stage
+from lean_mod_add_proof.grading.workdirs import owner_is_dead, owner_tag
 
 #: After the tree is killed, how long to keep draining the pipe. A process the watcher could not
 #: find (see the module docstring) could hold it open forever.
@@ -312,6 +314,33 @@ def _kill_exact(pid: int, start: int) -> None:
 def _killpg(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+_MARKER_RE = re.compile(
+    rb"(?:^|\0)" + re.escape(TREE_ENV_VAR).encode() + rb"=(\d+)-(\d+)-(\d+)-[0-9a-f]+(?:\0|$)"
+)
+
+
+def kill_dead_graders_processes() -> int:
+    """SIGKILL every process whose marker names a grader that is dead (pid gone or reused): what
+    survives a grader killed outright without the sandbox (with it, bwrap's `--die-with-parent`
+    and the pid namespace already end everything). Run once when a grader starts; returns how
+    many it killed. A process that dropped its environment (`env -i`) is not found."""
+    killed = 0
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        data = _read_proc(pid, "environ", 1 << 20)
+        if not data or (m := _MARKER_RE.search(data)) is None:
+            continue
+        ns, owner, started = (int(g) for g in m.groups())
+        st = _stat(pid)
+        if st is not None and owner_is_dead(ns, owner, started):
+            _kill_exact(pid, st[1])
+            killed += 1
+    return killed
 
 
 def disk_usage(
@@ -700,7 +729,9 @@ async def run_command(
             raise RuntimeError("prlimit not found; it is needed for the file-size cap")
         address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb)
         full = prlimit_argv(prlimit, address_space, cpu_backstop(remaining), limits.max_file_mb) + full
-    token = secrets.token_hex(8)
+    # The grader's owner record first (pid namespace, pid, start time), so a later grader can tell
+    # the processes of one that was killed outright (see `kill_dead_graders_processes`).
+    token = f"{owner_tag()}-{secrets.token_hex(8)}"
     capture = _Capture(output_cap_bytes)
     last_pid = _last_pid()
     looked_at = time.monotonic()
