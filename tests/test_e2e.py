@@ -152,6 +152,18 @@ def test_vf_eval_against_baseline_server(tmp_path: Path) -> None:
         assert replies and "decide +kernel" in replies[-1]
 
 
+def _double_flags(tmp_path: Path) -> list[str]:
+    """Grade with the toolchain double, unsandboxed, with a cache of the test's own."""
+    return [
+        "--env.taskset.task.toolchain-dir",
+        str(DOUBLE_DIR),
+        "--env.taskset.task.sandbox",
+        "off",
+        "--env.taskset.task.cache-dir",
+        str(tmp_path / "cache"),
+    ]
+
+
 def _run_vf_eval(tmp_path: Path, policy: str, run: str, env: dict | None = None, **kwargs) -> list[dict]:
     if not (VENV_BIN / "uv").is_file() and shutil.which("uv") is None:
         pytest.skip("uv not installed (the null harness needs it): run `make setup`")
@@ -194,14 +206,7 @@ def test_vf_eval_with_the_toolchain_double_and_the_selftest(tmp_path: Path) -> N
     """Through real vf-eval with the self-test on, as in production: the double (not Lean; it
     proves nothing) first gets the canaries' verdicts, then the reference reply is accepted and a
     guard violation is rejected, both judged."""
-    extra = [
-        "--env.taskset.task.toolchain-dir",
-        str(DOUBLE_DIR),
-        "--env.taskset.task.sandbox",
-        "off",
-        "--env.taskset.task.cache-dir",
-        str(tmp_path / "cache"),
-    ]
+    extra = _double_flags(tmp_path)
     accepted = _run_vf_eval(tmp_path, "reference", "ref", on_grader_error="raise", extra=extra)
     assert [t["rewards"]["kernel_accepts"]["score"] for t in accepted] == [1.0, 1.0]
     assert all(t["ok"] and t["info"]["lean_grader"]["judged"] for t in accepted)
@@ -277,12 +282,7 @@ def test_compiler_feedback_two_attempts(tmp_path: Path) -> None:
     reply is rejected by the guard, which needs no Lean, and the double accepts the second): the
     model's second message is the grader's feedback, and the second attempt earns the reward."""
     extra = [
-        "--env.taskset.task.toolchain-dir",
-        str(DOUBLE_DIR),
-        "--env.taskset.task.sandbox",
-        "off",
-        "--env.taskset.task.cache-dir",
-        str(tmp_path / "cache"),
+        *_double_flags(tmp_path),
         "--env.taskset.task.max-attempts",
         "2",
         "--env.taskset.task.attempt-discount",
