@@ -135,3 +135,25 @@ def test_the_key_changes_with_what_a_pass_depends_on(tmp_path: Path) -> None:
     assert base == selftest.selftest_key(tc, double_config(tmp_path, work_root=tmp_path / "elsewhere"))
     assert base != selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"))
     assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048))
+
+
+def test_judging_a_canary(tmp_path: Path) -> None:
+    from lean_mod_add_proof.grading.result import GradeResult
+
+    by_name = {c.name: c for c in selftest.CANARIES}
+    accepted = GradeResult(stage_reached="axioms")
+    at_build = GradeResult(stage_reached="build", failed_stage="build", reason="x")
+    unjudged = GradeResult(stage_reached="build", failed_stage="build", judged=False, reason="x")
+    sorry = by_name["a sorry proof"]
+    assert selftest.judge_canary(sorry, accepted, None) == "accepted"
+    axioms = GradeResult(
+        stage_reached="axioms", failed_stage="axioms", reason="t: axiom 'sorryAx' is not allowed"
+    )
+    assert selftest.judge_canary(sorry, axioms, None) is None
+    init = by_name["an initializer"]
+    assert selftest.judge_canary(init, accepted, tmp_path) is None
+    assert selftest.judge_canary(init, at_build, None) is None  # refusing `initialize` is fine too
+    assert selftest.judge_canary(init, unjudged, None) is not None
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp" / selftest.INIT_MARKER).write_text("ran in the verdict")
+    assert "initializer ran" in (selftest.judge_canary(init, accepted, tmp_path) or "")
