@@ -43,7 +43,7 @@ KINDS: dict[str, tuple[tuple[str, ...], str]] = {
     "judge-reject": (("judge replay-fail soak",), "rejected"),
     "timeout": ((f"build spawn {MARK}", "build sleep 30"), "rejected"),
     "flood": (("build flood 5000000",), "accepted"),
-    "crash": (("judge crash",), "not judged"),
+    "crash": (("judge crash",), "rejected"),
     "memory": (("build alloc 400",), "rejected"),
     "procs": (("build procs 80",), "rejected"),
     "escape": ((f"build escape {MARK}",), "accepted"),

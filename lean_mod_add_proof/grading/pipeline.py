@@ -454,6 +454,11 @@ class _Grade:
         )
         if out.timed_out or out.limit_exceeded:
             raise _Failed("leanchecker", command_failure("the judge", out, self.config.timeout_s) or "")
+        if out.record.signal is not None:
+            # The self-test has shown this judge reaching verdicts on this toolchain, so a crash
+            # on this input (a kernel stack overflow on a deep term, say) is the submission's
+            # doing: a verdict, or a crafted term would turn a rejection into "could not judge".
+            raise _Failed("leanchecker", command_failure("the kernel check of this submission", out, 0) or "")
         if failure := command_failure("the judge", out, self.config.timeout_s):
             raise _not_judged("leanchecker", failure)
         if out.record.truncated:
