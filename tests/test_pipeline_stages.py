@@ -93,18 +93,29 @@ async def test_a_missing_theorem_is_a_statement_failure(tmp_path: Path) -> None:
     assert res.failed_stage == "statement" and "declares no LeanCheckedNetwork.Net.adds_mod_5" in res.reason
 
 
-async def test_a_judge_crash_on_a_submission_is_a_verdict(tmp_path: Path) -> None:
-    # After the self-test, a judge that dies of a signal on one input died of that input (a kernel
-    # stack overflow on a deep term): a rejection, so a crafted term cannot dodge a verdict.
-    res = await run_double(submission("judge crash"), tmp_path)
-    assert res.judged and not res.accepted and res.failed_stage == "leanchecker"
-    assert "killed by signal 11" in res.reason
+@pytest.mark.parametrize(
+    ("directive", "reason"),
+    [
+        ("judge crash", "killed by signal 11"),
+        ("judge panic", "exit 1): INTERNAL PANIC"),
+        ("judge exit 3", "exit 3"),
+    ],
+)
+async def test_a_judge_ending_on_the_submissions_data_is_a_verdict(
+    tmp_path: Path, directive: str, reason: str
+) -> None:
+    # After the self-test, a judge that ends without a verdict once it started on the submission's
+    # data ended on that input (a kernel panic, a stack overflow on a deep term): a rejection, so a
+    # crafted term cannot turn its rejection into "could not judge".
+    res = await run_double(submission(directive), tmp_path)
+    assert res.judged and not res.accepted and res.failed_stage == "leanchecker", res.reason
+    assert res.reason.startswith("the kernel check of this submission") and reason in res.reason
 
 
 @pytest.mark.parametrize(
     ("directive", "reason"),
     [
-        ("judge exit 3", "exit 3"),
+        ("judge setup-fail", "the judge failed (exit 1)"),
         ("judge no-verdict", "printed no verdict"),
         ("judge garbage", "unreadable verdict line"),
         ("judge twice", "more than one verdict"),

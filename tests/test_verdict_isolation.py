@@ -88,3 +88,12 @@ async def test_a_build_output_that_is_a_symlink_is_refused(tmp_path: Path, targe
     res = await run_double(submission(f"build olean-link {target}"), tmp_path, skip_guard=True)
     assert res.judged and not res.accepted and res.failed_stage == "build"
     assert "cannot be judged" in res.reason and "Submission.olean" in res.reason
+
+
+@pytest.mark.parametrize("part", ["olean.server", "olean.private"])
+async def test_module_system_olean_parts_mean_a_forged_build(tmp_path: Path, part: str) -> None:
+    # A file without a `module` header never has these; the judge is not given a second olean.
+    planted = f".lake/build/lib/lean/LeanCheckedNetwork/Submission.{part}"
+    res = await run_double(submission(f"build plant {planted}"), tmp_path, skip_guard=True)
+    assert res.judged and not res.accepted and res.failed_stage == "build"
+    assert "which no plain file has" in res.reason

@@ -7,7 +7,8 @@ process, run by the grader after the untrusted build as
 
 from a fresh directory that holds only this file, byte-verified copies of the trusted
 Network/Weights oleans under `lib/`, and the submission's olean under `submission/` (which is not
-on any search path). It prints exactly one JSON object line holding `"judge":1` and the verdict
+on any search path). It prints a `{"phase":"replay"}` line once its trusted set-up is done, then
+exactly one JSON object line holding `"judge":1` and the verdict
 (`Json.compress` orders keys alphabetically) and exits 0 whenever it reached a verdict about the
 submission; any other ending means "no verdict", never "accepted".
 
@@ -171,8 +172,21 @@ def kernelMessage (ex : Kernel.Exception) : IO String :=
 
 /-- The verdict. Written with statement-level `try`/`match` and mutable variables only, the most
 conservative do-notation forms, so that each early `return` is unambiguously the function's. -/
+/-- Printed (and flushed) once the trusted set-up is done and the submission's data is about to be
+read: from here on, a judge that ends without a verdict ended on the submission's input (a
+kernel panic such as an oversized `Nat.shiftLeft` exits the process outright), so the grader
+counts it as a rejection. Before it, an ending without a verdict is the judge's own failure.
+`IO.getStdout`, `IO.FS.Stream.putStrLn`/`flush`: src/Init/System/IO.lean. -/
+def markReplayStarted : IO Unit := do
+  let out ← IO.getStdout
+  out.putStrLn "{\"phase\":\"replay\"}"
+  out.flush
+
 def judge (a : Args) : IO Report := do
   let mut r : Report := {}
+  -- 0. The trusted environment first (an import failure here is the grader's, not a verdict).
+  let env ← importModules (a.allowed.map fun m => ({ module := m } : Import)) {}
+  markReplayStarted
   -- 1. The submission's module data, read without importing it.
   let mut parts : Array (ModuleData × CompactedRegion) := #[]
   try
@@ -194,7 +208,6 @@ def judge (a : Args) : IO Report := do
       return { r with verdict := "imports", reason := s!"the submission does not import {m}" }
   -- 3. Replay every constant of the submission (its most private part subsumes the others,
   --    src/LeanChecker.lean) into the trusted modules' environment.
-  let env ← importModules (a.allowed.map fun m => ({ module := m } : Import)) {}
   let mut newConstants : Std.HashMap Name ConstantInfo := {}
   for name in mostPrivate.constNames, ci in mostPrivate.constants do
     newConstants := newConstants.insert name ci

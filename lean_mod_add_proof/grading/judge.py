@@ -47,6 +47,15 @@ class JudgeReport(BaseModel):
     check_axioms: list[str]
 
 
+#: The line the judge prints once its trusted set-up is done and the submission's data comes next.
+REPLAY_STARTED = '{"phase":"replay"}'
+
+
+def replay_started(text: str) -> bool:
+    """Whether the judge got as far as the submission's data (pure)."""
+    return any(line.strip() == REPLAY_STARTED for line in text.splitlines())
+
+
 class JudgeOutputError(ValueError):
     """The judge's output holds no single well-formed verdict line."""
 

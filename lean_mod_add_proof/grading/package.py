@@ -215,15 +215,12 @@ def _copy_out(root: Path, rel: str, dest: Path, max_bytes: int, sha256: str | No
         raise VerdictDirError(f"{rel} does not match the prebuilt copy")
 
 
-#: Submission outputs copied into the verdict directory: the olean (required) and, if the build
-#: wrote them, its ilean and the module system's extra olean parts (lean4 src/Lean/Environment.lean,
-#: `OLeanLevel`: `.olean`, `.olean.server`, `.olean.private`).
-SUBMISSION_OUTPUTS: tuple[tuple[str, bool], ...] = (
-    ("olean", True),
-    ("olean.server", False),
-    ("olean.private", False),
-    ("ilean", False),
-)
+#: Submission outputs copied into the verdict directory: the olean (required) and its ilean.
+SUBMISSION_OUTPUTS: tuple[tuple[str, bool], ...] = (("olean", True), ("ilean", False))
+#: The module system's extra olean parts (lean4 src/Lean/Environment.lean, `OLeanLevel`). A file
+#: without a `module` header (the guard bans it) never has them: their presence means the build
+#: forged its output, and the grade is refused rather than given a second olean to read.
+FORGED_OUTPUTS: tuple[str, ...] = ("olean.server", "olean.private")
 
 
 def make_verdict_dir(
@@ -244,6 +241,11 @@ def make_verdict_dir(
             dest_rel = VERDICT_LIB + rel[len(LIB_DIR) :]
             _copy_out(trusted_root, rel, verdict / dest_rel, max_bytes, digest)
             written.append(dest_rel)
+    for ext in FORGED_OUTPUTS:
+        if os.path.lexists(build_root / module_output(submission_module, ext)):
+            raise VerdictDirError(
+                f"the build wrote {module_output(submission_module, ext)}, which no plain file has"
+            )
     for ext, required in SUBMISSION_OUTPUTS:
         rel = module_output(submission_module, ext)
         dest_rel = verdict_output(submission_module, ext)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.axioms import check_axioms
 from lean_mod_add_proof.grading.extract import extract_submission
 from lean_mod_add_proof.grading.guard import check_guard
-from lean_mod_add_proof.grading.judge import JudgeOutputError, judge_argv, parse_judge_output
+from lean_mod_add_proof.grading.judge import JudgeOutputError, judge_argv, parse_judge_output, replay_started
 from lean_mod_add_proof.grading.lean_names import (
     ALLOWED_IMPORTS,
     CHECK_THEOREM,
@@ -454,13 +455,15 @@ class _Grade:
         )
         if out.timed_out or out.limit_exceeded:
             raise _Failed("leanchecker", command_failure("the judge", out, self.config.timeout_s) or "")
-        if out.record.signal is not None:
-            # The self-test has shown this judge reaching verdicts on this toolchain, so a crash
-            # on this input (a kernel stack overflow on a deep term, say) is the submission's
-            # doing: a verdict, or a crafted term would turn a rejection into "could not judge".
-            raise _Failed("leanchecker", command_failure("the kernel check of this submission", out, 0) or "")
-        if failure := command_failure("the judge", out, self.config.timeout_s):
-            raise _not_judged("leanchecker", failure)
+        if command_failure("the judge", out, self.config.timeout_s) is not None:
+            # After the self-test, a judge that ended without a verdict once it had started on the
+            # submission's data ended on that input (a kernel panic exits outright, a deep term can
+            # overflow the stack): a verdict, or a crafted term could dodge its rejection. A SIGKILL
+            # the grader did not send (the host's OOM killer) says nothing about the input.
+            on_input = replay_started(out.text) and out.record.signal != signal.SIGKILL
+            what = "the kernel check of this submission" if on_input else "the judge"
+            failure = command_failure(what, out, self.config.timeout_s) or what
+            raise _Failed("leanchecker", failure) if on_input else _not_judged("leanchecker", failure)
         if out.record.truncated:
             raise _not_judged("leanchecker", "the judge printed more than the output cap")
         try:
