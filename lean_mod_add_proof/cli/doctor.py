@@ -61,6 +61,17 @@ def _version_of(binary: Path, flag: str = "--version") -> str:
     return lines[0] if lines else f"(exit {done.returncode})"
 
 
+def _mem_total_mb() -> int | None:
+    """MemTotal from /proc/meminfo, in MiB."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def doctor_checks(config: GraderConfig) -> list[Check]:
     from lean_mod_add_proof.grading import cache, process, sandbox, toolchain
     from lean_mod_add_proof.grading.toolchain import ELAN_FIX, INSTALL_FIX
@@ -113,6 +124,21 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
             f"disk {config.max_disk_mb} MiB, files {config.max_file_mb} MiB, {config.timeout_s:g} s",
         )
     )
+    total_mb = _mem_total_mb()
+    concurrent = config.max_concurrent or os.cpu_count() or 1
+    if total_mb is not None:
+        budget = config.memory_mb * concurrent
+        checks.append(
+            Check(
+                "memory budget",
+                budget <= total_mb,
+                f"memory_mb {config.memory_mb} x {concurrent} concurrent grades = {budget} MiB; "
+                f"this machine has {total_mb} MiB",
+                "lower --memory-mb or --max-concurrent, or the host's OOM killer may end grades "
+                "(which are then could-not-judge)",
+                required=False,
+            )
+        )
     root = (config.cache_dir or cache.DEFAULT_CACHE_DIR).expanduser()
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
