@@ -25,7 +25,13 @@ from lean_mod_add_proof.dataset.tasks import (
 )
 from lean_mod_add_proof.feedback import feedback_message
 from lean_mod_add_proof.grading.pipeline import GradeTask, grade, grade_reply
-from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, GraderSettings, flag_name
+from lean_mod_add_proof.grading.result import (
+    GraderConfig,
+    GradeResult,
+    GraderSettings,
+    flag_name,
+    verdict_exit_code,
+)
 from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
 
 logger = logging.getLogger(__name__)
@@ -220,10 +226,14 @@ def result_from_box(
         result = GradeResult.model_validate(data)
     except ValueError:
         return unjudged(f"the grader in the runtime printed an unreadable result (exit {exit_code})")
-    expected = 0 if result.accepted else (1 if result.judged else 3)
-    if exit_code != expected:
+    if exit_code != verdict_exit_code(result):
         return unjudged(f"the grader in the runtime exited {exit_code}, which disagrees with its result")
     return result
+
+
+def reply_key(reply: str) -> str:
+    """What identifies a graded reply on the trace (sha256 of its UTF-8-safe text; pure)."""
+    return sha256_text(utf8_safe(reply))
 
 
 def stage_metrics(result: GradeResult) -> dict[str, float]:
@@ -285,7 +295,7 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         info: dict[str, Any] = {
             **utf8_safe(result.model_dump(mode="json")),
             "graded_in": self.config.grade_in,
-            "reply_sha256": sha256_text(reply.encode("utf-8", "surrogatepass").decode("utf-8", "replace")),
+            "reply_sha256": reply_key(reply),
         }
         if len(attempts) > 1 or self.config.max_attempts > 1:
             info["attempts"] = [utf8_safe(a.model_dump(mode="json")) for a in attempts]
@@ -296,8 +306,11 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         already graded exactly this reply, else a new one; stored on `trace.info`."""
         reply = reply_text(trace)
         cached = trace.info.get(INFO_KEY)
-        key = sha256_text(reply.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
-        if isinstance(cached, dict) and cached.get("reply_sha256") == key and "attempts" in cached:
+        if (
+            isinstance(cached, dict)
+            and cached.get("reply_sha256") == reply_key(reply)
+            and "attempts" in cached
+        ):
             return GradeResult.model_validate(cached)
         result = await self.grade_text(reply, runtime)
         self.store(trace, reply, result, [result])

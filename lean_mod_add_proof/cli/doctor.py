@@ -139,7 +139,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
                 required=False,
             )
         )
-    root = (config.cache_dir or cache.DEFAULT_CACHE_DIR).expanduser()
+    root = cache.cache_root(config.cache_dir)
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         writable = os.access(root, os.W_OK)

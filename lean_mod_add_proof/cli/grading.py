@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from lean_mod_add_proof.cli.settings import (
-    EXIT_NOT_JUDGED,
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
@@ -18,6 +17,7 @@ from lean_mod_add_proof.cli.settings import (
     config_from_args,
 )
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR
+from lean_mod_add_proof.grading.result import verdict_exit_code
 
 
 def _read_utf8(path: Path) -> str:
@@ -92,13 +92,6 @@ def grade_task_for(task_id: str, tasks_dir: Path, weights_sha256: str | None = N
     )
 
 
-def exit_code(result: Any) -> int:
-    """0 accepted, 1 rejected, 3 could not judge."""
-    if result.accepted:
-        return EXIT_OK
-    return EXIT_REJECTED if result.judged else EXIT_NOT_JUDGED
-
-
 def _usage_error(args: argparse.Namespace, message: str, hint: str = "") -> int:
     from rich.console import Console
 
@@ -137,7 +130,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     result = asyncio.run(run(text, grade_task, config, on_stage=on_stage))
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2))
-        return exit_code(result)
+        return verdict_exit_code(result)
     for rec in result.commands:
         code = "killed" if rec.exit_code is None else f"exit {rec.exit_code}"
         if rec.signal is not None:
@@ -160,7 +153,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     )
     if result.package_dir:
         console.print(f"package kept at {result.package_dir}", highlight=False)
-    return exit_code(result)
+    return verdict_exit_code(result)
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -12,9 +12,17 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings, flag_name
+from lean_mod_add_proof.grading.result import (  # noqa: F401  (the exit codes are re-exported)
+    EXIT_ACCEPTED,
+    EXIT_NOT_JUDGED,
+    EXIT_REJECTED,
+    GraderConfig,
+    GraderSettings,
+    flag_name,
+)
 
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_NOT_JUDGED = 0, 1, 2, 3
+EXIT_OK = EXIT_ACCEPTED
+EXIT_USAGE = 2
 
 
 def _base_type(annotation: Any) -> Any:

@@ -52,7 +52,7 @@ async def warm_one(grade_task: Any, config: Any, toolchain: Any) -> WarmRow:
     if result.cache not in ("built", "hit"):
         why = "the cache directory is not writable" if result.cache == "off" else f"cache={result.cache}"
         return WarmRow(grade_task.task_id, key, "failed", seconds, f"no cache entry kept: {why}")
-    entry = (config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser() / key
+    entry = cachemod.cache_root(config.cache_dir) / key
     if not entry.is_dir():
         return WarmRow(
             grade_task.task_id, key, "failed", seconds, f"reported {result.cache} but {entry} is missing"
@@ -89,7 +89,7 @@ def cmd_warm_cache(args: argparse.Namespace) -> int:
     if isinstance(started, int):
         return started
     config, records, found = started
-    cache_root = (config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser()
+    cache_root = cachemod.cache_root(config.cache_dir)
     console.print(
         f"warming {len(records)} task(s) into {cache_root} with {found.version} (sandbox={config.sandbox})",
         highlight=False,

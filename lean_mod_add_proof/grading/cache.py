@@ -47,6 +47,13 @@ from lean_mod_add_proof.grading.package import LAYOUT_VERSION, missing_outputs, 
 from lean_mod_add_proof.grading.result import CommandRecord
 
 DEFAULT_CACHE_DIR = Path("~/.cache/lean-mod-add-proof")
+
+
+def cache_root(configured: Path | None) -> Path:
+    """The cache directory a setting names, else the default (pure)."""
+    return (configured or DEFAULT_CACHE_DIR).expanduser()
+
+
 MANIFEST_NAME = "manifest.json"
 #: Largest manifest.json read; a real one is a few hundred bytes.
 MANIFEST_MAX_BYTES = 1 << 20

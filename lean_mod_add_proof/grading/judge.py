@@ -25,8 +25,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lean_mod_add_proof.grading.package import JUDGE_FILE, VERDICT_LIB, verdict_output
 
-JUDGE_PROTOCOL = 1
-
 #: What the judge concluded: `ok` (the caller still applies the axiom allow-list), or the first
 #: check that failed.
 Verdict = Literal["ok", "imports", "replay", "statement"]

@@ -339,7 +339,7 @@ class _Grade:
     async def prepare(self, env: _Env) -> tuple[dict[str, str], Path]:
         """Fresh package = a copy of the prebuilt cache entry (built on first use). Returns the
         manifest and the directory the trusted outputs are copied from for the verdict."""
-        cache_root = (self.config.cache_dir or cachemod.DEFAULT_CACHE_DIR).expanduser()
+        cache_root = cachemod.cache_root(self.config.cache_dir)
         await _sweep_once(self.config.work_root, cache_root)
         # Synchronous on purpose: a cancelled thread would create the directory after cleanup ran.
         self.grade_dir = workdirs.new_grade_dir(self.config.work_root, keep=self.config.keep_packages)
@@ -347,7 +347,7 @@ class _Grade:
         if self.config.keep_packages:
             self.result.package_dir = str(self.grade_dir)
         sources = task_sources(self.task)
-        key = cache_key_for(self.task, env.toolchain)
+        key = pkgmod.cache_key(env.toolchain.version, env.toolchain.dir, sources)
 
         async def prebuild(where: Path) -> cachemod.PrebuildOutcome:
             # Trusted files only, but under the same limits and sandbox, with its own deadline: a
@@ -428,8 +428,9 @@ class _Grade:
 
     async def judge(self, env: _Env, deadline: float) -> None:
         """Replay, statement and axioms in one trusted process (stages leanchecker..axioms). Its
-        own deadline or memory cap is a verdict (the submission's kernel work was too big); a
-        judge that ends any other way without a verdict line means "could not judge"."""
+        own deadline or memory cap is a verdict (the submission's kernel work was too big), and so
+        is a failure once it started on the submission's data; a judge that fails before that,
+        or prints no well-formed verdict, means "could not judge"."""
         self.begin("leanchecker")
         assert self.grade_dir is not None
         argv = judge_argv(
@@ -455,7 +456,7 @@ class _Grade:
         )
         if out.timed_out or out.limit_exceeded:
             raise _Failed("leanchecker", command_failure("the judge", out, self.config.timeout_s) or "")
-        if command_failure("the judge", out, self.config.timeout_s) is not None:
+        if out.record.signal is not None or out.record.exit_code != 0:
             # After the self-test, a judge that ended without a verdict once it had started on the
             # submission's data ended on that input (a kernel panic exits outright, a deep term can
             # overflow the stack): a verdict, or a crafted term could dodge its rejection. A SIGKILL

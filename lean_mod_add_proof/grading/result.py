@@ -53,6 +53,17 @@ class GraderSettings(BaseModel):
     """How many characters of each command's output are kept on the result."""
 
 
+#: How a grade ends as an exit status (the `grade` command; a runtime box's result is checked against it).
+EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_JUDGED = 0, 1, 3
+
+
+def verdict_exit_code(result: GradeResult) -> int:
+    """0 accepted, 1 rejected, 3 could not judge (pure)."""
+    if result.accepted:
+        return EXIT_ACCEPTED
+    return EXIT_REJECTED if result.judged else EXIT_NOT_JUDGED
+
+
 def flag_name(setting: str) -> str:
     """The command-line flag of a setting: `timeout_s` -> `--timeout-s` (pure)."""
     return "--" + setting.replace("_", "-")

@@ -263,9 +263,9 @@ _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.L
 
 
 def _pass_file(config: GraderConfig, key: str) -> Path:
-    from lean_mod_add_proof.grading.cache import DEFAULT_CACHE_DIR
+    from lean_mod_add_proof.grading.cache import cache_root
 
-    return (config.cache_dir or DEFAULT_CACHE_DIR).expanduser() / "selftest" / f"{key}.json"
+    return cache_root(config.cache_dir) / "selftest" / f"{key}.json"
 
 
 def _remembered_pass(path: Path, key: str) -> bool:
