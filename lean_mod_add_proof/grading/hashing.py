@@ -204,12 +204,22 @@ def hash_tree(
         except NotRegularFile as exc:
             out[rel] = SYMLINK if exc.errno == errno.ELOOP else SPECIAL
 
+    _walk_root(root, visit, deadline, stop)
+    return out
+
+
+def _walk_root(
+    root: Path | str | int,
+    visit: Callable[[int, str, str, str], None],
+    deadline: float | None,
+    stop: threading.Event | None,
+) -> None:
+    """`_walk` over the whole tree at `root`, opening and closing its descriptor."""
     fd = _root_fd(root)
     try:
         _walk(fd, "", 0, visit, deadline, stop)
     finally:
         os.close(fd)
-    return out
 
 
 class _Mismatch(Exception):
@@ -224,11 +234,7 @@ def tree_dirs(root: Path | str | int) -> list[str]:
         if kind == "dir":
             out.append(rel)
 
-    fd = _root_fd(root)
-    try:
-        _walk(fd, "", 0, visit, None, None)
-    finally:
-        os.close(fd)
+    _walk_root(root, visit, None, None)
     return out
 
 
