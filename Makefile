@@ -39,7 +39,7 @@ lean: setup
 # On a machine with the pinned toolchain (after `make lean`): self-test, Lean integration tests and
 # calibration on three tasks, as one report to paste into an issue.
 lean-check: setup
-	$(BIN)/python scripts/lean_check.py
+	$(BIN)/lean-mod-add-proof lean-check
 
 doctor: setup
 	$(BIN)/lean-mod-add-proof doctor

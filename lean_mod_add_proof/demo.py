@@ -124,8 +124,24 @@ def trace_row(trace: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: What the table shows where there is no value: no grade, or a grade that reached no verdict.
+NO_VALUE = "—"
+
+
 def _flag(value: float | None) -> str:
-    return "-" if value is None else ("[green]✓[/]" if value >= 1.0 else "[red]✗[/]")
+    return NO_VALUE if value is None else ("[green]✓[/]" if value >= 1.0 else "[red]✗[/]")
+
+
+def table_cells(row: dict[str, Any]) -> list[str]:
+    """reward, judged, the five stages and grader seconds as the table shows them. A rollout that
+    was not judged shows "—" for its reward and stages, never a 0.0 and ✗ that read as a wrong
+    proof (pure)."""
+    judged = row["judged"]
+    unjudged = judged is not None and judged < 1.0
+    reward = NO_VALUE if row["reward"] is None or unjudged else f"{row['reward']:.1f}"
+    stages = [NO_VALUE if unjudged else _flag(row["stages"][s]) for s in STAGES]
+    seconds = NO_VALUE if row["seconds"] is None else f"{row['seconds']:.2f}"
+    return [reward, _flag(judged), *stages, seconds]
 
 
 def results_table(rows: list[dict[str, Any]]) -> Table:
@@ -138,10 +154,7 @@ def results_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(stage.removesuffix("_passed"), justify="center")
     table.add_column("grader s", justify="right")
     for i, row in enumerate(rows, start=1):
-        reward = "-" if row["reward"] is None else f"{row['reward']:.1f}"
-        seconds = "-" if row["seconds"] is None else f"{row['seconds']:.2f}"
-        flags = (_flag(row["stages"][s]) for s in STAGES)
-        table.add_row(str(i), row["task"], reward, _flag(row["judged"]), *flags, seconds)
+        table.add_row(str(i), row["task"], *table_cells(row))
     return table
 
 
@@ -162,8 +175,8 @@ def explain(rows: list[dict[str, Any]]) -> None:
             "rejection (a training run, with the default on_grader_error=raise, would error these "
             "rollouts instead of training on them). The run itself worked: model call, taskset, "
             "grader and traces. Nothing was verified by Lean.\n"
-            "To grade for real: `make lean` (or `lean-mod-add-proof install-lean`), then "
-            "`make lean-check`, then run `make demo` again."
+            "To grade for real: `lean-mod-add-proof install-lean` (`make lean` in a checkout), then "
+            "`lean-mod-add-proof lean-check` (`make lean-check`), then run the demo again."
         )
     elif unjudged:
         console.print(f"[yellow]{len(unjudged)} of {len(rows)} grades could not be judged.[/]")

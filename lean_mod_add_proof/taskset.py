@@ -4,9 +4,14 @@ reward, the taskset and its default env (null harness on the subprocess runtime)
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import logging
-from collections.abc import Callable, Iterator
+import os
+import shutil
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +30,7 @@ from lean_mod_add_proof.dataset.tasks import (
 )
 from lean_mod_add_proof.feedback import feedback_message
 from lean_mod_add_proof.grading.pipeline import GradeTask, grade, grade_reply
+from lean_mod_add_proof.grading.process import find_prlimit
 from lean_mod_add_proof.grading.result import (
     GraderConfig,
     GradeResult,
@@ -32,9 +38,16 @@ from lean_mod_add_proof.grading.result import (
     flag_name,
     verdict_exit_code,
 )
+from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox
+from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
 
 logger = logging.getLogger(__name__)
+
+#: Where verifiers' CLIs (vf-eval, vf-validate) route their own log records.
+VERIFIERS_LOGGER = "verifiers.v1"
+#: Where the reason of a rollout errored by "could not judge" is recorded, in traces.jsonl.
+REASON_IN_TRACES = "traces.jsonl: traces[i].errors[j].message"
 
 #: The image `make image` builds (container/Containerfile), named by this package's version.
 DEFAULT_IMAGE = "lean-mod-add-proof:0.1.0"
@@ -184,19 +197,104 @@ def utf8_safe(value: Any) -> Any:
     return value
 
 
-class GraderUnavailable(RuntimeError):
-    """The grader could not judge (the message says why and how to fix it)."""
+class GraderUnavailable(vf.TaskError):
+    """The grader could not judge (the message says why and how to fix it). A verifiers
+    TaskError, so verifiers records it as it is: the trace's error type is `GraderUnavailable`
+    (the name vf-eval's dashboard shows) and its message the bare reason."""
 
 
-_warned = False
+class _ToVerifiersLog(logging.Handler):
+    """Hands this package's records to the handlers verifiers' CLIs put on their own logger
+    (stderr under `--no-rich`, the run's log file always), so they land where verifiers' own
+    do; outside those CLIs, to Python's last-resort handler (stderr, warnings and up), as
+    before. Without it the rich dashboard, which switches the last resort off, printed
+    `No handlers could be found for logger "lean_mod_add_proof.taskset"` instead."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        targets = [
+            h for h in logging.getLogger(VERIFIERS_LOGGER).handlers if not isinstance(h, logging.NullHandler)
+        ]
+        if not targets and logging.lastResort is not None:
+            targets = [logging.lastResort]
+        for handler in targets:
+            if record.levelno >= handler.level:
+                handler.handle(record)
+
+
+def _route_package_logs() -> None:
+    package = logging.getLogger(__name__.partition(".")[0])
+    if not any(isinstance(h, _ToVerifiersLog) for h in package.handlers):
+        package.addHandler(_ToVerifiersLog())
+
+
+_route_package_logs()
+
+
+def verifiers_cli_logging() -> bool:
+    """Whether a verifiers CLI (vf-eval, vf-validate, an env server) set up logging here."""
+    handlers = logging.getLogger(VERIFIERS_LOGGER).handlers
+    return any(not isinstance(h, logging.NullHandler) for h in handlers)
+
+
+def notice(line: str) -> None:
+    """One line to stderr, where vf-eval's rich dashboard (which keeps logs off the terminal)
+    still shows it: before the first rollout, or after the dashboard has closed."""
+    print(f"lean-mod-add-proof: {line}", file=sys.stderr, flush=True)
+
+
+_announced: set[str] = set()
+
+
+def notice_once(line: str) -> None:
+    if line not in _announced:
+        _announced.add(line)
+        notice(line)
+
+
+#: Grades that reached no verdict in this process: reason -> count (for the summary at exit).
+_unjudged: dict[str, int] = {}
+_unjudged_policy: dict[str, str] = {}
+_summary_registered = False
+
+
+def unjudged_summary() -> str | None:
+    """One line: how many grades of this process reached no verdict, the first reason, and where
+    each rollout's own reason is recorded (None when every grade reached a verdict)."""
+    if not _unjudged:
+        return None
+    count = sum(_unjudged.values())
+    first = next(iter(_unjudged)).removeprefix("could not judge: ")
+    raised = "raise" in _unjudged_policy.values()
+    outcome = (
+        f"their rollouts errored (on_grader_error=raise); each rollout's reason is in {REASON_IN_TRACES} "
+        "(vf-validate: results.jsonl, `error`)"
+        if raised
+        else "they scored 0.0 (on_grader_error=zero); each reason is in traces.jsonl: "
+        f"traces[i].info.{INFO_KEY}.reason"
+    )
+    others = f" ({len(_unjudged) - 1} other reason(s) too)" if len(_unjudged) > 1 else ""
+    return f"{count} grade(s) could not judge, so {outcome}. First reason{others}: {first}"
+
+
+def _print_unjudged_summary() -> None:
+    line = unjudged_summary()
+    if line is not None:
+        notice(line)
 
 
 def warn_unjudged_once(reason: str, on_grader_error: str) -> None:
-    """One prominent warning per process the first time grading is impossible."""
-    global _warned
-    if _warned:
+    """Count a grade that reached no verdict; the first time, one prominent warning (to the
+    log). Under a verifiers CLI, a one-line summary is printed to stderr at exit, after vf-eval's
+    dashboard has closed, so the reason is on screen in its default (rich) mode too."""
+    global _summary_registered
+    first = not _unjudged
+    _unjudged[reason] = _unjudged.get(reason, 0) + 1
+    _unjudged_policy[reason] = on_grader_error
+    if not _summary_registered and verifiers_cli_logging():
+        _summary_registered = True
+        atexit.register(_print_unjudged_summary)
+    if not first:
         return
-    _warned = True
     logger.warning(
         "\n%s\nGRADING IS NOT POSSIBLE: %s\nRollouts are %s until this is fixed. Check the machine with "
         "`lean-mod-add-proof doctor`; install Lean with `lean-mod-add-proof install-lean`.\n%s",
@@ -206,6 +304,33 @@ def warn_unjudged_once(reason: str, on_grader_error: str) -> None:
         if on_grader_error == "raise"
         else "scored 0.0 (on_grader_error=zero)",
         "=" * 78,
+    )
+
+
+def grading_blocker(task: LeanTaskConfig, toolchain_dir: Path | None) -> str | None:
+    """Why no grade made here can reach a verdict, found without grading: the checks every grade
+    makes first (the pinned toolchain, the sandbox that `sandbox` asks for, prlimit); None when
+    none fails. Cheap after the first call (the toolchain and sandbox probes are cached)."""
+    found = locate_toolchain(toolchain_dir)
+    if not isinstance(found, Toolchain):
+        return f"Lean toolchain not found: {found.reason}; {found.fix}"
+    probe = None if task.sandbox == "off" else probe_sandbox()
+    _, error = decide_sandbox(task.sandbox, probe)
+    if error is not None:
+        return f"{error} (install bubblewrap, or set sandbox off to run untrusted code unsandboxed)"
+    if find_prlimit() is None:
+        return "prlimit (util-linux) not found; it enforces the file-size cap"
+    return None
+
+
+def blocker_banner(reason: str, on_grader_error: str) -> str:
+    """The one line printed before the first rollout when grading cannot work (pure)."""
+    outcome = (
+        "error (on_grader_error=raise)" if on_grader_error == "raise" else "score 0.0 (on_grader_error=zero)"
+    )
+    return (
+        f"GRADING IS NOT POSSIBLE here: {reason}. Every rollout will {outcome} until this is fixed "
+        f"(`lean-mod-add-proof doctor` checks the machine); each rollout's reason: {REASON_IN_TRACES}."
     )
 
 
@@ -398,6 +523,24 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
 class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
     """The frozen mod-p adder networks of a generated task set, filtered by split and max_p."""
 
+    local_boxes: bool = False
+    """Set by LeanEnv when the agent runs on the subprocess runtime: each rollout's box is this
+    machine, so `grade_in=runtime` needs (and gets) no image and grades with this machine's
+    toolchain as `lean-mod-add-proof grade` finds it there."""
+
+    def preflight(self) -> str | None:
+        """Before the first rollout: if grading cannot reach a verdict here, say so in one line on
+        stderr (once per reason and process) and return the reason. A box of a container runtime
+        is checked by its own grader, at its first grade."""
+        task = self.config.task
+        if task.grade_in == "runtime" and not self.local_boxes:
+            return None
+        # A local box's grader finds the toolchain as the CLI does (toolchain_dir is a host setting).
+        reason = grading_blocker(task, task.toolchain_dir if task.grade_in == "host" else None)
+        if reason is not None:
+            notice_once(blocker_banner(reason, task.on_grader_error))
+        return reason
+
     def records(self) -> list[TaskRecord]:
         cfg = self.config
         rows = load_tasks(cfg.tasks_dir or DEFAULT_TASKS_DIR)
@@ -413,7 +556,9 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
         records = self.records()
         if not records:
             raise ValueError(f"no task in {tasks_dir} matches split={cfg.split!r}, max_p={cfg.max_p}")
+        self.preflight()
         network = read_verbatim(NETWORK_LEAN_PATH)
+        image = (cfg.image or None) if cfg.task.grade_in == "runtime" and not self.local_boxes else None
         for r in records:
             prompt = build_prompt(
                 p=r.p,
@@ -436,9 +581,65 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
                 theorem=r.theorem,
                 weights_sha256=r.weights_sha256,
                 tasks_dir=None if cfg.tasks_dir is None else str(cfg.tasks_dir),
-                image=(cfg.image or None) if cfg.task.grade_in == "runtime" else None,
+                image=image,
             )
             yield LeanTask(data, cfg.task)
+
+
+#: The console scripts a rollout's box on the subprocess runtime runs from PATH: the null
+#: harness's `uv` (it runs its chat program with `uv run --script`) and, with grade_in=runtime,
+#: this package's own CLI.
+UV = "uv"
+CLI = "lean-mod-add-proof"
+
+
+def own_uv() -> Path | None:
+    """The `uv` installed with this package (a dependency), wherever PATH points."""
+    try:
+        import uv  # the uv wheel's own locator
+
+        return Path(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        candidate = Path(sys.executable).parent / UV
+        return candidate if candidate.is_file() else None
+
+
+def own_scripts_dir() -> Path:
+    """Where this environment's console scripts (`lean-mod-add-proof`, `vf-eval`) live."""
+    return Path(sysconfig.get_path("scripts"))
+
+
+def put_own_tools_on_path(environ: MutableMapping[str, str], need_cli: bool) -> str | None:
+    """For the subprocess runtime, whose boxes inherit this process's PATH: append the
+    directories of this package's own `uv` (and, when `need_cli`, `lean-mod-add-proof`) to
+    `environ["PATH"]` when PATH has none, e.g. when vf-eval was started by its full path with the
+    virtual environment not activated (verifiers would otherwise try to download uv). Returns
+    one line saying what to do when a tool is nowhere to be found, else None."""
+    path = environ.get("PATH", "")
+    added: list[str] = []
+    problem = None
+    if shutil.which(UV, path=path) is None:
+        uv = own_uv()
+        if uv is not None:
+            added.append(str(uv.parent))
+        else:
+            problem = (
+                "the null harness runs its chat program with `uv`, which is neither on PATH nor "
+                f"installed next to {sys.executable}: `{sys.executable} -m pip install uv`, or put uv "
+                "on PATH (verifiers will otherwise try to download it)"
+            )
+    if need_cli and shutil.which(CLI, path=path) is None:
+        scripts = own_scripts_dir()
+        if (scripts / CLI).is_file():
+            added.append(str(scripts))
+        elif problem is None:
+            problem = (
+                f"grade_in=runtime runs `{CLI} grade` in each box, and `{CLI}` is not on PATH: "
+                "activate the environment this package is installed in, or put its bin on PATH"
+            )
+    if added:
+        environ["PATH"] = os.pathsep.join([*([path] if path else []), *dict.fromkeys(added)])
+    return problem
 
 
 class LeanEnvConfig(vf.SingleAgentEnvConfig):
@@ -456,7 +657,30 @@ class LeanEnv(vf.SingleAgentEnv, vf.Env[LeanEnvConfig]):
     in verifiers/v1/agent.py; the user-sim env drives one the same way): the prompted task
     speaks first, each reply is graded, and a judged rejection is answered with the feedback
     message until an attempt is accepted, no verdict can be reached, or the attempts run out.
-    Leaving the interaction finishes the rollout, and scoring reuses the last grade."""
+    Leaving the interaction finishes the rollout, and scoring reuses the last grade.
+
+    On the subprocess runtime (the default), before any rollout: the tools the local boxes run
+    are put on PATH (`put_own_tools_on_path`), and `grade_in=runtime` drops the image (the box is
+    this machine: there is none to start), so it needs no `--env.taskset.image ""`."""
+
+    def __init__(self, config: LeanEnvConfig) -> None:
+        super().__init__(config)
+        if not isinstance(config.agent.runtime, vf.SubprocessConfig):
+            return
+        taskset = self.taskset
+        runtime_grading = False
+        if isinstance(taskset, LeanModAddProofTaskset):
+            taskset.local_boxes = True
+            runtime_grading = taskset.config.task.grade_in == "runtime"
+            if runtime_grading and taskset.config.image:
+                notice_once(
+                    f"grade_in=runtime on the subprocess runtime: each rollout's box is this machine, "
+                    f"so image {taskset.config.image!r} is not used; the box grades with this "
+                    "machine's toolchain ($LEAN_MOD_ADD_PROOF_TOOLCHAIN, else elan's)"
+                )
+        problem = put_own_tools_on_path(os.environ, need_cli=runtime_grading)
+        if problem is not None:
+            notice_once(problem)
 
     async def run(self, task: vf.Task, agents: vf.Agents) -> None:
         if not isinstance(task, LeanTask) or task.config.max_attempts <= 1:

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import time
+import shutil
 import uuid
 from pathlib import Path
 
@@ -179,6 +180,12 @@ async def run_double(
         skip_guard=skip_guard,
         skip_selftest=True,
     )
+
+
+def copy_double(dest: Path) -> Path:
+    """A private copy of the toolchain double (for tests that script it by files in its dir)."""
+    shutil.copytree(DOUBLE_DIR, dest, symlinks=True)
+    return dest
 
 
 def marker() -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lean_mod_add_proof.cli.baseline import POLICIES, answer, parse_p, running_server
+from lean_mod_add_proof.cli.baseline import POLICIES, answer, parse_p, policy_for, running_server
 from lean_mod_add_proof.constants import reference_submission, theorem_name, theorem_signature
 from lean_mod_add_proof.grading.guard import check_guard
 
@@ -114,6 +114,40 @@ def test_models_and_errors(server) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(request, timeout=10)
     assert info.value.code == 400
+
+
+def _content(base_url: str, model: str, p: int = 5) -> str:
+    with post(base_url + "/chat/completions", {"model": model, "messages": messages_for(p)}) as response:
+        body = json.load(response)
+    assert body["model"] == model
+    return body["choices"][0]["message"]["content"]
+
+
+def test_model_name_picks_the_policy(server) -> None:
+    """Every name /v1/models lists answers with its own policy; other names get the server's."""
+    with urllib.request.urlopen(server.base_url + "/models", timeout=10) as response:
+        ids = [m["id"] for m in json.load(response)["data"]]
+    assert ids == [f"baseline-{name}" for name in POLICIES]
+    for name in POLICIES:
+        assert _content(server.base_url, f"baseline-{name}") == answer(name, messages_for(5)), name
+    assert "```" not in _content(server.base_url, "baseline-no-code")
+    assert _content(server.base_url, "some-other-model") == answer("reference", messages_for(5))
+
+
+def test_an_unknown_baseline_model_is_404(server) -> None:
+    with pytest.raises(urllib.error.HTTPError) as info:
+        post(server.base_url + "/chat/completions", {"model": "baseline-bogus", "messages": messages_for(5)})
+    assert info.value.code == 404
+    error = json.load(info.value)["error"]
+    assert error["code"] == "model_not_found" and "baseline-no-code" in error["message"]
+
+
+def test_policy_for() -> None:
+    assert policy_for("baseline-no-code", "reference") == "no-code"
+    assert policy_for(None, "no-code") == "no-code"
+    assert policy_for("gpt-x", "wrong-statement") == "wrong-statement"
+    with pytest.raises(ValueError, match="unknown model 'baseline-x'"):
+        policy_for("baseline-x", "reference")
 
 
 def test_binds_to_localhost_by_default(server) -> None:

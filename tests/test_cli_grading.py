@@ -54,6 +54,16 @@ def test_cli_guard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["guard", str(tmp_path / "missing.lean")]) == 2
 
 
+def test_cli_guard_json_on_a_missing_file_prints_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["guard", str(tmp_path / "missing.lean"), "--json"]) == 2
+    out, err = capsys.readouterr()
+    data = json.loads(out)  # --json always prints a result, errors included
+    assert data["exit_code"] == 2 and "cannot read" in data["error"] and "missing.lean" in data["error"]
+    assert "cannot read" in err
+
+
 def test_cli_guard_judges_crlf_as_the_pipeline_does(tmp_path: Path) -> None:
     from lean_mod_add_proof.grading.extract import extract_submission
     from lean_mod_add_proof.grading.guard import check_guard
@@ -90,8 +100,61 @@ def test_cli_grade_without_lean_is_could_not_judge(
     assert main(["grade", "p05_h08_s0", str(good), *_common(tmp_path), "--json"]) == 3
     result = json.loads(capsys.readouterr().out)
     assert result["judged"] is False and result["reason"].startswith("could not judge: Lean toolchain")
+    assert result["reward"] is None  # not 0.0: a script reading `reward` must not count a wrong proof
     assert main(["grade", "p05_h08_s0", str(good), *_common(tmp_path)]) == 3
-    assert "COULD NOT JUDGE" in capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
+    assert "COULD NOT JUDGE (no verdict; not a rejection): Lean toolchain" in out
+    assert out.lower().count("could not judge") == 1  # said once, not "COULD NOT JUDGE ...: could not judge:"
+
+
+def test_cli_grade_json_keeps_the_reward_of_a_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = [*_common(tmp_path), "--toolchain-dir", str(DOUBLE_DIR)]
+    good, bad = tmp_path / "good.lean", tmp_path / "bad.lean"
+    good.write_text(submission())
+    bad.write_text(submission("judge replay-fail nope"))
+    assert main(["grade", "p05_h08_s0", str(good), *common, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reward"] == 1.0
+    assert main(["grade", "p05_h08_s0", str(bad), *common, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["reward"] == 0.0
+
+
+def test_result_json_and_the_runtime_read_back_agree() -> None:
+    """The box's `grade --json` output (reward null) still reads back as the same GradeResult."""
+    from lean_mod_add_proof.cli.grading import result_json
+    from lean_mod_add_proof.grading.result import GradeResult
+
+    unjudged = GradeResult(judged=False, failed_stage="toolchain", reason="could not judge: no Lean")
+    data = result_json(unjudged)
+    assert data["reward"] is None and data["judged"] is False
+    assert GradeResult.model_validate(data) == unjudged
+    assert unjudged.reward == 0.0  # the model itself is unchanged
+
+
+@pytest.mark.parametrize(
+    ("fields", "line"),
+    [
+        ({"stage_reached": "axioms", "reason": "accepted"}, "ACCEPTED (reward 1.0): accepted"),
+        (
+            {"failed_stage": "guard", "stage_reached": "guard", "reason": "guard: forbidden word 'sorry'"},
+            "REJECTED at guard (reward 0.0): forbidden word 'sorry'",
+        ),
+        (
+            {"failed_stage": "build", "stage_reached": "build", "reason": "Lean rejected the file"},
+            "REJECTED at build (reward 0.0): Lean rejected the file",
+        ),
+        (
+            {"judged": False, "failed_stage": "toolchain", "reason": "could not judge: no Lean here"},
+            "COULD NOT JUDGE (no verdict; not a rejection): no Lean here",
+        ),
+    ],
+)
+def test_verdict_line_says_each_thing_once(fields: dict, line: str) -> None:
+    from lean_mod_add_proof.cli.grading import verdict_line
+    from lean_mod_add_proof.grading.result import GradeResult
+
+    assert verdict_line(GradeResult(**fields)) == line
 
 
 def test_cli_grade_reply(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -157,10 +220,58 @@ def test_cli_doctor_selftest(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["doctor", "--selftest"]) == 3  # no toolchain here
 
 
+def test_cli_doctor_selftest_without_toolchain_prints_no_empty_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["doctor", "--selftest"]) == 3
+    out = capsys.readouterr().out
+    assert "canary" not in out and "┏" not in out and "self-test on" not in out
+    assert "Self-test not run" in out and "install-lean" in out
+
+
+def test_cli_doctor_selftest_failing_canary_is_a_problem_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A toolchain that says yes to everything: the canaries ran and found a problem (exit 1)."""
+    liar = tmp_path / "liar"
+    (liar / "bin").mkdir(parents=True)
+    (liar / "lib" / "lean").mkdir(parents=True)
+    (liar / "bin" / "lean").write_text(
+        '#!/bin/sh\nif [ "$1" = --version ]; then echo "Lean (version 4.35.0-rc2, a liar)"; fi\nexit 0\n'
+    )
+    (liar / "bin" / "lean").chmod(0o755)
+    flags = ["--toolchain-dir", str(liar), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
+    assert main(["doctor", "--selftest", *flags]) == 1
+    out = capsys.readouterr().out
+    assert "Self-test failed" in out and "canary" in out
+
+
+def test_userns_check_names_the_docker_fix() -> None:
+    from lean_mod_add_proof.cli.doctor import UsernsFacts, userns_check
+
+    blocked = UsernsFacts("/.dockerenv", (), False, "unshare failed: Operation not permitted")
+    check = userns_check(blocked, "on")
+    assert check.name == "user namespaces" and not check.ok and not check.required
+    assert "NOT available" in check.detail and "/.dockerenv" in check.detail
+    assert "--security-opt seccomp=unconfined" in check.fix and "apparmor=unconfined" in check.fix
+    off = userns_check(UsernsFacts(None, ("/proc/sys/user/max_user_namespaces=0",), False, "x"), "off")
+    assert not off.ok and "max_user_namespaces=0" in off.detail and "unused with sandbox=off" in off.detail
+    ok = userns_check(UsernsFacts(None, (), True), "on")
+    assert ok.ok and ok.detail.startswith("available (not in a container")
+
+
+def test_cli_doctor_reports_user_namespaces(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["doctor", "--json"])
+    (row,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "user namespaces"]
+    assert "unshare" in row["detail"] and "seccomp" in row["fix"]
+
+
 def test_cli_calibrate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "timings.json"
     assert main(["calibrate", "--max-p", "5", "--out", str(out)]) == 3  # no Lean: says so
     assert "no Lean toolchain" in capsys.readouterr().out and not out.exists()
+    assert main(["calibrate", "--max-p", "2"]) == 2  # refused as vf-eval refuses it
+    assert "no task has p <= 2" in " ".join(capsys.readouterr().out.split())
     flags = ["--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
     assert main(["calibrate", *_common(tmp_path)[:2], *flags, "--out", str(out)]) == 0
     data = json.loads(out.read_text())

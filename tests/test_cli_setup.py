@@ -11,7 +11,13 @@ import pytest
 from helpers import DOUBLE_DIR
 
 from lean_mod_add_proof.cli import main
-from lean_mod_add_proof.cli.setup import ELAN_INIT_URL, ELAN_RELEASE, MANUAL_STEPS, elan_home_and_source
+from lean_mod_add_proof.cli.setup import (
+    ELAN_INIT_URL,
+    ELAN_RELEASE,
+    MANUAL_STEPS,
+    elan_home_and_source,
+    manual_steps,
+)
 from lean_mod_add_proof.grading.toolchain import ELAN_DIR_NAME, TOOLCHAIN_ENV, clear_probe_cache
 
 CLOSED_PORT_URL = "http://127.0.0.1:9/elan-init.sh"
@@ -49,9 +55,21 @@ def test_prints_the_elan_home_it_uses(capsys, tmp_path: Path, monkeypatch, via: 
         monkeypatch.setenv("ELAN_HOME", str(home))
     code = main(argv)
     out, err = capsys.readouterr()
-    assert code == 2 and "needs internet access" in err
+    assert code == 1 and "needs internet access" in err  # a problem found, not a usage error
     source = "--elan-home" if via == "flag" else "$ELAN_HOME"
     assert out.splitlines()[0] == f"elan home: {home} ({source})"
+    # the manual steps are for the elan home in use, not ~/.elan
+    assert f"{home}/bin/elan toolchain install" in err and f"ELAN_HOME={home} sh -s" in err
+    assert "~/.elan" not in err
+
+
+def test_manual_steps_name_the_elan_home(tmp_path: Path) -> None:
+    assert manual_steps() == MANUAL_STEPS and "~/.elan/bin/elan toolchain install" in MANUAL_STEPS
+    assert manual_steps(Path.home() / ".elan") == MANUAL_STEPS
+    odd = tmp_path / "my elan"
+    steps = manual_steps(odd)
+    assert f"ELAN_HOME='{odd}' '{odd}'/bin/elan toolchain install" in steps  # quoted for the shell
+    assert f"then run `ELAN_HOME='{odd}' lean-mod-add-proof doctor`" in steps
 
 
 @pytest.mark.usefixtures("offline")

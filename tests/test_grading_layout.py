@@ -11,7 +11,7 @@ import pytest
 from lean_mod_add_proof.constants import CHECK_THEOREM, SPEC_CONSTANT, SUBMISSION_MODULE, theorem_name
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import toolchain
-from lean_mod_add_proof.grading.judge import JudgeOutputError, judge_argv, parse_judge_output
+from lean_mod_add_proof.grading.judge import JudgeOutputError, interpreted_judge, judge_argv, parse_judge_output
 from lean_mod_add_proof.grading.pipeline import JUDGE_IMPORTS, SKIP_KERNEL_OPTION
 from lean_mod_add_proof.grading.result import GradeResult
 
@@ -42,9 +42,11 @@ def test_trusted_selection() -> None:
 
 
 def test_compile_argv_is_plain_lean_with_lakes_layout() -> None:
-    argv = pkgmod.compile_argv("/tc/bin/lean", SUBMISSION_MODULE, (SKIP_KERNEL_OPTION,))
+    argv = pkgmod.compile_argv("/tc/bin/lean", SUBMISSION_MODULE, (SKIP_KERNEL_OPTION,), threads=3)
     assert argv == [
         "/tc/bin/lean",
+        "-j",
+        "3",
         "--json",
         "-Ddebug.skipKernelTC=true",
         "-o",
@@ -63,7 +65,7 @@ def test_lean_path_puts_the_toolchain_first() -> None:
 
 def test_judge_argv_reads_the_submission_off_the_search_path() -> None:
     argv = judge_argv(
-        "/tc/bin/lean",
+        interpreted_judge("/tc/bin/lean", 1),
         submission_module=SUBMISSION_MODULE,
         theorem=theorem_name(7),
         spec=SPEC_CONSTANT,
@@ -72,8 +74,9 @@ def test_judge_argv_reads_the_submission_off_the_search_path() -> None:
         allowed_imports=JUDGE_IMPORTS,
         required_imports=("LeanCheckedNetwork.Weights",),
     )
-    assert argv[:3] == ["/tc/bin/lean", "--run", "Judge.lean"]
-    pairs = dict(zip(argv[3::2], argv[4::2], strict=False))
+    # the shell's own `-j` before `--run`: after the file, everything goes to the judge's main
+    assert argv[:5] == ["/tc/bin/lean", "-j", "1", "--run", "Judge.lean"]
+    pairs = dict(zip(argv[5::2], argv[6::2], strict=False))
     assert pairs["--olean"] == "submission/Submission.olean"
     assert pairs["--lib"] == "lib" and not pairs["--olean"].startswith(pairs["--lib"] + "/")
     assert pairs["--toolchain-lib"] == "/tc/lib/lean"

@@ -8,8 +8,10 @@ import random
 import time
 
 import pytest
+from timing import assert_time_is_linear
 
 from lean_mod_add_proof.constants import REQUIRED_IMPORT, reference_submission, theorem_signature
+from lean_mod_add_proof.grading import guard as guardmod
 from lean_mod_add_proof.grading.extract import extract_submission
 from lean_mod_add_proof.grading.guard import (
     ALLOWED_ATTRIBUTE_WORDS,
@@ -18,6 +20,7 @@ from lean_mod_add_proof.grading.guard import (
     BANNED_WORD_PARTS,
     BANNED_WORDS,
     GUARD_RULES,
+    INTERNAL_ERROR_REASON,
     MAX_SUBMISSION_BYTES,
     GuardVerdict,
     check_guard,
@@ -276,9 +279,11 @@ def test_ix_b_eval_writing_check_lean_is_rejected() -> None:
 
 
 def test_ix_c_passes_the_guard_by_design() -> None:
-    # ix_c uses no banned word: the guard cannot and does not stop it. Stage 4 does: Check.lean
-    # has an undotted theorem name and writes `_root_.LeanCheckedNetwork.Net.Spec`, so the planted
-    # `LeanModAddProofCheck.LeanCheckedNetwork.Net.Spec` is never resolved (tested with Check.lean).
+    # ix_c uses no banned word: the guard cannot and does not stop it. The judge does: it adds
+    # `theorem <check> : LeanCheckedNetwork.Net.Spec := <theorem>` with the kernel (no elaborator,
+    # so no name resolution), and the planted `LeanModAddProofCheck.LeanCheckedNetwork.Net.Spec`
+    # is another constant, so the types differ (tested on the real toolchain in
+    # test_lean_integration.py).
     assert check_guard(IX_C).passed
 
 
@@ -364,6 +369,167 @@ def test_never_raises_on_random_text() -> None:
         assert verdict.passed or verdict.reason
 
 
+# --- fail closed ---------------------------------------------------------------------------------
+
+RULE_NAMES = [rule.__name__ for rule in guardmod._RULES]
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), RecursionError(), MemoryError(), KeyError("k")])
+@pytest.mark.parametrize("index", range(len(RULE_NAMES)), ids=RULE_NAMES)
+def test_a_rule_that_raises_rejects_the_file(
+    monkeypatch: pytest.MonkeyPatch, index: int, exc: Exception
+) -> None:
+    text = reference_submission(7)
+    assert check_guard(text).passed  # every rule runs on this file, and none rejects it
+
+    def broken(_: str) -> GuardVerdict | None:
+        raise exc
+
+    broken.__name__ = RULE_NAMES[index]
+    rules = list(guardmod._RULES)
+    rules[index] = broken
+    monkeypatch.setattr(guardmod, "_RULES", tuple(rules))
+    verdict = check_guard(text)
+    assert not verdict.passed
+    assert verdict.reason == (
+        f"{INTERNAL_ERROR_REASON} ({type(exc).__name__} in {RULE_NAMES[index]}); the file is rejected"
+    )
+    assert verdict.word is None and verdict.line is None
+
+
+def test_an_error_while_normalising_rejects_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_: str) -> str:
+        raise UnicodeError("bad")
+
+    monkeypatch.setattr(guardmod, "as_lean_file", broken)
+    verdict = check_guard(reference_submission(7))
+    assert not verdict.passed
+    assert verdict.reason == f"{INTERNAL_ERROR_REASON} (UnicodeError in normalising the text); the file is rejected"
+
+
+def test_a_rule_after_a_failing_one_does_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_: str) -> GuardVerdict | None:
+        raise AssertionError("must not run")
+
+    monkeypatch.setattr(guardmod, "_RULES", (guardmod._check_chars, broken))
+    verdict = check_guard(with_body("-- \x01"))
+    assert not verdict.passed and verdict.word == "\x01"
+
+
+def test_a_non_string_is_rejected_not_raised() -> None:
+    verdict = check_guard(b"import x")  # type: ignore[arg-type]
+    assert not verdict.passed and verdict.reason.startswith(INTERNAL_ERROR_REASON)
+
+
+# --- paths that were live but untested (issue 21) ------------------------------------------------
+
+LIVE_PATHS: list[tuple[str, str, str, int | None]] = [
+    # (id, file text, the word the verdict names, its line)
+    # The bracket scan starts at the list's own `[`: a balanced list earlier in the file must not
+    # be taken for it (that made the allow-list check vanish).
+    ("attribute-after-a-list", with_body("def xs := [1, [2]]\n@[tactic foo] def x := 1"), "tactic", 4),
+    ("attribute-command-after-a-list", with_body("def xs := [1]\nattribute [tactic] x"), "tactic", 4),
+    ("attribute-command", with_body("attribute [tactic] x"), "tactic", 3),
+    ("attribute-command-spaced", with_body("attribute\n  [local tactic] x"), "tactic", 3),
+    ("attribute-command-unterminated", with_body("def xs := [1]\nattribute [simp x"), "@[", 4),
+    ("digit-suffixed-name-before-percent", with_body("def y := h2%7"), "h2%", 3),
+    ("primed-digit-name-before-percent", with_body("def y := h'12% 7"), "h'12%", 3),
+    ("priority-expression", with_body("instance (priority := high + f x) i : Inhabited Nat := ⟨0⟩"),
+     "priority", 3),
+    ("priority-application", with_body("instance (priority := f high) i : Inhabited Nat := ⟨0⟩"),
+     "priority", 3),
+    ("bare-dbg", with_body("def y := dbg"), "dbg", 3),
+    ("dbg-call", with_body("def y := dbg 1"), "dbg", 3),
+    ("del-character", with_body("-- a\x7fb"), "\x7f", 3),
+    ("digit-before-lc-constant", with_body("def y := 0lcCast"), "lcCast", 3),
+    ("dotted-lc-constant", with_body("def y := x.lcAny"), "lcAny", 3),
+    ("ends-in-import", f"{HEADER}{PROOF}import", "import", PROOF.count("\n") + 2),
+    ("only-import", "import", "import", 1),
+    ("option-unreadable", with_body("set_option 1x true"), "set_option", 3),
+    ("option-glued", with_body("set_option pp.all:true"), "set_option", 3),
+    ("option-last-word", f"{HEADER}{PROOF}set_option", "set_option", PROOF.count("\n") + 2),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "line"), [(t, w, ln) for _, t, w, ln in LIVE_PATHS], ids=[i for i, *_ in LIVE_PATHS]
+)
+def test_live_path_is_rejected(text: str, word: str, line: int | None) -> None:
+    verdict = check_guard(text)
+    assert not verdict.passed
+    assert (verdict.word, verdict.line) == (word, line), verdict.reason
+    if line is not None:
+        assert f"line {line}" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        with_body("def xs := [1, [2]]\n@[simp] theorem z : 0 + 0 = 0 := rfl"),
+        with_body("def y := 100% 7"),
+        with_body("def y := x.lcase"),
+        with_body("def y := flcCast"),
+        with_body("instance (priority := 10) i : Inhabited Nat := ⟨0⟩"),
+        with_body("def my_dbg_free := 1"),
+    ],
+    ids=["list-then-attribute", "number-percent", "lc-lowercase", "lc-inside-name", "priority-number",
+         "dbg-inside-name-with-underscores"],
+)  # fmt: skip
+def test_neighbours_of_live_paths_pass(text: str) -> None:
+    verdict = check_guard(text)
+    if "my_dbg_free" in text:  # `dbg` is also a banned part: a strict part of a longer name
+        assert not verdict.passed and verdict.word == "dbg"
+    else:
+        assert verdict.passed, verdict.reason
+
+
+# --- reasons name what they found ----------------------------------------------------------------
+
+REASONS: list[tuple[str, str, str]] = [
+    # (id, file text, the exact reason)
+    ("attribute-comment", with_body("attribute -- x\n[simp] y"), "a comment after 'attribute' on line 3 is not allowed"),
+    ("attribute-unterminated", with_body("@[simp def x := 1"), "unterminated attribute list on line 3"),
+    ("attribute-comment-inside", with_body("@[simp -- ]\n] def x := 1"),
+     "comment or string inside the attribute list on line 3"),
+    ("attribute-word", with_body("@[tactic foo] def x := 1"),
+     "attribute word 'tactic' on line 3 is not allowed (allowed: "
+     + ", ".join(ALLOWED_ATTRIBUTE_WORDS) + ", numbers, and `grind` with its modifiers)"),
+    ("option", with_body("set_option bogus true"), "option 'bogus' on line 3 is not allowed"),
+    ("option-name", with_body("set_option 1x true"), "cannot read the option name after 'set_option' on line 3"),
+    ("named-value", with_body("def y := f (x := g)"),
+     "'(x := ...)' on line 3 must have a literal value (`true`, `false`, a number, or "
+     "`{ field := literal, ... }`): tactic options are compiled and run while the file builds "
+     "(write `+opt`/`-opt` for a yes/no option)"),
+    ("named-comment", with_body("def y := f (/- -/ x := 1)"),
+     "a comment inside '( ...' on line 3 is not allowed (it could hide a `(name := value)` option)"),
+    ("module", f"module\n{HEADER}{PROOF}", "a 'module' header (line 1) is not allowed"),
+    ("hash", with_body("#eval 1"), "forbidden command '#eval' on line 3 (allowed: #check, #print, #reduce)"),
+    ("word-in-run", with_body("def y := my_unsafe_x"), "forbidden word 'unsafe' (in 'my_unsafe_x') on line 3"),
+    ("word", with_body("def y := sorry"), "forbidden word 'sorry' on line 3"),
+    ("nul", with_body("-- \x00"), "NUL character on line 3"),
+    ("escape", with_body("-- «"), "identifier escape '«' on line 3 is not allowed"),
+    ("del", with_body("-- \x7f"), "forbidden character U+007F (unnamed) on line 3"),
+    ("surrogate", with_body("-- \udc80"), "forbidden character U+DC80 (lone surrogate) on line 3"),
+    ("bidi", with_body("-- \u202e"), "forbidden character U+202E RIGHT-TO-LEFT OVERRIDE on line 3"),
+    ("percent", with_body("def y := h2%7"),
+     "'h2%' on line 3: a name right before '%' is not allowed (`name%` is a term elaborator such as "
+     "`type_of%`; write `a % b` with spaces)"),
+    ("lc", with_body("def y := lcCast"),
+     "compiler-internal name 'lcCast' on line 3 is not allowed (`lc…` constants such as `lcCast` are "
+     "unsafe compiler axioms)"),
+    ("import-outside", f"{HEADER}{PROOF}-- import {REQUIRED_IMPORT}\n",
+     f"'import' on line {PROOF.count(chr(10)) + 2} is outside the file header (imports must come first; "
+     "the word may not appear anywhere else)"),
+    ("import-nothing", "import\n", "import '<nothing on this line>' on line 1 is not allowed (allowed: "
+     "LeanCheckedNetwork.Network, LeanCheckedNetwork.Weights)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "reason"), [(t, r) for _, t, r in REASONS], ids=[i for i, *_ in REASONS])
+def test_reason_is_exact(text: str, reason: str) -> None:
+    assert check_guard(text).reason == reason
+
+
 # --- size and speed ------------------------------------------------------------------------------
 
 
@@ -443,15 +609,6 @@ def test_adversarial_mebibyte_is_fast(text: str) -> None:
     assert "larger than" not in verdict.reason  # the rules ran, not the size cut-off
 
 
-def _min_time(text: str) -> float:
-    best = float("inf")
-    for _ in range(3):
-        started = time.perf_counter()
-        check_guard(text)
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 # A file that passes every rule, so that every rule reads all of it.
 HONEST_UNIT = (
     "@[simp] theorem t (h : a = b) : f (n := 1) = g := by\n"
@@ -466,8 +623,8 @@ def test_guard_time_is_linear(unit: str) -> None:
     small = HEADER + unit * (64 * 1024 // len(unit))
     large = HEADER + unit * (512 * 1024 // len(unit))
     assert check_guard(large).passed == check_guard(small).passed
-    # 8x the input: linear is about 8x, quadratic 64x.
-    assert _min_time(large) < 16 * max(_min_time(small), 1e-4)
+    # 8x the input: linear is about 8x, quadratic 64x (timed side by side, so load does not count).
+    assert_time_is_linear(check_guard, small, large, scale=8)
 
 
 # --- CRLF: the guard judges what the pipeline judges ---------------------------------------------

@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from lean_mod_add_proof.constants import reference_submission
 from lean_mod_add_proof.grading.extract import Extraction, extract_submission, normalise_newlines
-from lean_mod_add_proof.grading.guard import BANNED_WORD_PARTS, BANNED_WORDS, GuardVerdict, check_guard
+from lean_mod_add_proof.grading.guard import (
+    BANNED_WORD_PARTS,
+    BANNED_WORDS,
+    INTERNAL_ERROR_REASON,
+    GuardVerdict,
+    check_guard,
+)
 
 T = TypeVar("T")
 
@@ -35,7 +41,7 @@ def timed(fn: Callable[[str], T], text: str) -> T:
 def guard(text: str) -> GuardVerdict:
     verdict = timed(check_guard, text)
     assert isinstance(verdict, GuardVerdict)
-    assert verdict.reason and not verdict.reason.startswith("guard error"), verdict.reason
+    assert verdict.reason and not verdict.reason.startswith(INTERNAL_ERROR_REASON), verdict.reason
     assert verdict.passed == (verdict.reason == "ok")
     return verdict
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import (
     DOUBLE_DIR,
+    copy_double,
     double_config,
     grade_task,
     run_double,
@@ -31,12 +32,18 @@ async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
     res = await run_double(submission(), tmp_path, stages)
     assert res.accepted and res.reward == 1.0 and res.judged, res.reason
     assert stages == ["guard", "toolchain", "build", "leanchecker", "statement", "axioms"]
-    # first grade: the prebuild (2 trusted modules), the submission, the judge
-    assert [c.stage for c in res.commands] == ["build", "build", "build", "leanchecker"]
-    build, judge = res.commands[2], res.commands[3]
+    # first grade: the judge's trusted build (lean -c, leanc) and start-up check, the prebuild
+    # (2 trusted modules), the submission, then the compiled judge
+    assert [c.stage for c in res.commands] == ["toolchain"] * 3 + ["build", "build", "build", "leanchecker"]
+    to_c, link, smoke = res.commands[:3]
+    assert Path(to_c.argv[0]).name == "lean" and to_c.argv[1:] == ["-j", "1", "-c", "Judge.c", "Judge.lean"]
+    assert Path(link.argv[0]).name == "leanc" and link.argv[-3:] == ["-o", "judge", "Judge.c"]
+    assert Path(smoke.argv[0]).name == "judge" and smoke.argv[1:] == []
+    build, judge = res.commands[5], res.commands[6]
     assert Path(build.argv[0]).name == "lean" and "-Ddebug.skipKernelTC=true" in build.argv
-    assert build.argv[-1] == "LeanCheckedNetwork/Submission.lean"
-    assert Path(judge.argv[0]).name == "lean" and judge.argv[1:3] == ["--run", "Judge.lean"]
+    assert build.argv[1:3] == ["-j", "1"] and build.argv[-1] == "LeanCheckedNetwork/Submission.lean"
+    assert Path(judge.argv[0]).name == "judge" and judge.argv[1] == "--olean" and "--run" not in judge.argv
+    assert res.judge_mode == "native" and res.judge_note ==""
     assert res.axioms == ["propext"] and res.check_axioms == ["propext"]
     assert res.cache == "built" and res.failed_stage is None
     assert all(res.stage_flags()[k] == 1.0 for k in ("guard_passed", "build_passed", "axioms_passed"))
@@ -49,8 +56,27 @@ async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
 async def test_a_cached_grade_runs_two_lean_processes(tmp_path: Path) -> None:
     await run_double(submission(), tmp_path)
     res = await run_double(submission(), tmp_path)
-    assert res.cache == "hit" and res.accepted
+    assert res.cache == "hit" and res.accepted and res.judge_mode == "native"
     assert [c.stage for c in res.commands] == ["build", "leanchecker"]
+    # the build is `lean`; the judge is the compiled executable, so nothing elaborates Judge.lean
+    assert Path(res.commands[0].argv[0]).name == "lean" and Path(res.commands[1].argv[0]).name == "judge"
+
+
+async def test_native_judge_off_runs_lean_run_with_one_thread(tmp_path: Path) -> None:
+    res = await run_double(submission(), tmp_path, native_judge=False, threads=2)
+    assert res.accepted and res.judge_mode == "interpreted" and res.judge_note == ""
+    judge = res.commands[-1]
+    assert Path(judge.argv[0]).name == "lean" and judge.argv[1:5] == ["-j", "2", "--run", "Judge.lean"]
+    assert all(c.argv[1:3] == ["-j", "2"] for c in res.commands)
+
+
+async def test_a_judge_that_does_not_link_falls_back_to_lean_run(tmp_path: Path) -> None:
+    toolchain = copy_double(tmp_path / "tc")
+    (toolchain / "double-leanc-fails").write_text("")
+    res = await run_double(submission(), tmp_path, toolchain_dir=toolchain)
+    assert res.accepted and res.judge_mode == "interpreted", res.reason
+    assert "did not build" in res.judge_note and "scripted link failure" in res.judge_note
+    assert res.commands[-1].argv[1:5] == ["-j", "1", "--run", "Judge.lean"]
 
 
 async def test_guard_rejection_runs_nothing(tmp_path: Path) -> None:

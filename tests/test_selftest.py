@@ -23,11 +23,11 @@ NETWORK = NETWORK_LEAN_PATH.read_text(encoding="utf-8")
 YES_LEAN = """#!/bin/sh
 # A toolchain that is not Lean and says yes to everything.
 if [ "$1" = --version ]; then echo "Lean (version 4.35.0-rc2, a liar)"; exit 0; fi
-if [ "$1" = --run ]; then
+case " $* " in *" --run "*)
   printf '{"axioms":[],"check_axioms":[],"imports":[],"judge":1,"reason":"",'
   echo '"replayed":1,"theorem_kind":"theorem","verdict":"ok"}'
-  exit 0
-fi
+  exit 0 ;;
+esac
 while [ $# -gt 0 ]; do
   case "$1" in -o|-i) mkdir -p "$(dirname "$2")"; echo yes > "$2"; shift ;; esac
   shift

@@ -1,4 +1,5 @@
-"""The `lean-mod-add-proof` command: one sub-command module per concern."""
+"""The `lean-mod-add-proof` command: one sub-command module per concern. Every command follows
+one exit-code scheme (`cli/exits.py`), shown at the end of each `--help`."""
 
 from __future__ import annotations
 
@@ -6,17 +7,48 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lean_mod_add_proof.cli import baseline, calibrate, doctor, grading, setup, tasks, warmcache
+from lean_mod_add_proof.cli import (
+    baseline,
+    calibrate,
+    configs,
+    doctor,
+    grading,
+    leancheck,
+    setup,
+    tasks,
+    warmcache,
+)
+from lean_mod_add_proof.cli.exits import EXIT_HELP
+
+DISTRIBUTION = "lean-mod-add-proof"
+
+
+def version_text() -> str:
+    """`lean-mod-add-proof --version`: the installed distribution's version and the Lean toolchain
+    its grader is pinned to."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
+
+    try:
+        mine = version(DISTRIBUTION)
+    except PackageNotFoundError:
+        mine = "(not installed)"
+    return f"{DISTRIBUTION} {mine} (grades with {LEAN_TOOLCHAIN})"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lean-mod-add-proof",
         description="Prove in Lean 4 that a frozen integer network adds modulo p: tasks, grader, tools.",
+        epilog=EXIT_HELP,
     )
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache):
+    for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs):
         module.register(commands)
+    for sub in commands.choices.values():
+        sub.epilog = f"{sub.epilog}\n\n{EXIT_HELP}" if sub.epilog else EXIT_HELP
     return parser
 
 

@@ -2,8 +2,10 @@
 with a fixed policy (by default the reference proof), for demos and end-to-end tests.
 
 It serves `POST /v1/chat/completions` (streaming SSE `chat.completion.chunk` events ending in
-`data: [DONE]`, or one JSON response) and `GET /v1/models`. The modulus p is read from the
-prompt's required theorem name `adds_mod_<p>`. Stdlib only; binds to 127.0.0.1 by default.
+`data: [DONE]`, or one JSON response) and `GET /v1/models`. The model name picks the policy:
+`baseline-<policy>` (as `/v1/models` lists them) answers with that policy, any other name with
+the server's `--policy`. The modulus p is read from the prompt's required theorem name
+`adds_mod_<p>`. Stdlib only; binds to 127.0.0.1 by default.
 
 Stdlib `http.server` on purpose, although verifiers brings uvicorn and starlette: the whole
 server is a few handler methods, `running_server` needs a synchronous object with its bound
@@ -107,6 +109,30 @@ POLICIES: dict[str, Callable[[int, bool], str]] = {
 }
 
 
+#: How a model name names a policy: `baseline-<policy>`.
+MODEL_PREFIX = "baseline-"
+
+
+def model_name(policy: str) -> str:
+    return MODEL_PREFIX + policy
+
+
+class UnknownModel(ValueError):
+    """A `baseline-<name>` model whose name is no policy."""
+
+
+def policy_for(model: str | None, default: str) -> str:
+    """The policy a request's model name asks for: `baseline-<policy>` picks that policy, any
+    other name (or none) the server's default; `baseline-<unknown>` raises UnknownModel."""
+    if not model or not model.startswith(MODEL_PREFIX):
+        return default
+    policy = model[len(MODEL_PREFIX) :]
+    if policy not in POLICIES:
+        known = ", ".join(model_name(name) for name in POLICIES)
+        raise UnknownModel(f"unknown model {model!r}; this server has {known}")
+    return policy
+
+
 def _message_text(message: Any) -> str:
     if not isinstance(message, dict):
         return ""
@@ -208,7 +234,7 @@ class BaselineHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             models = [
-                {"id": f"baseline-{name}", "object": "model", "owned_by": "lean-mod-add-proof"}
+                {"id": model_name(name), "object": "model", "owned_by": "lean-mod-add-proof"}
                 for name in POLICIES
             ]
             self._json(200, {"object": "list", "data": models})
@@ -228,8 +254,17 @@ class BaselineHandler(BaseHTTPRequestHandler):
         except (ValueError, json.JSONDecodeError) as exc:
             self._json(400, {"error": {"message": f"bad request: {exc}"}})
             return
-        model = str(request.get("model") or f"baseline-{self.server.policy}")
-        text = answer(self.server.policy, messages)
+        requested = request.get("model")
+        model = str(requested or model_name(self.server.policy))
+        try:
+            policy = policy_for(str(requested) if requested else None, self.server.policy)
+        except UnknownModel as exc:
+            self._json(
+                404,
+                {"error": {"message": str(exc), "type": "invalid_request_error", "code": "model_not_found"}},
+            )
+            return
+        text = answer(policy, messages)
         self.server.requests += 1
         if not request.get("stream"):
             self._json(200, completion(model, text))
@@ -317,7 +352,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         why = exc.strerror or str(exc)
         print(f"serve-baseline: cannot listen on {args.host}:{args.port}: {why}{hint}", file=sys.stderr)
         return 2
-    print(f"serving policy {args.policy!r} at {server.base_url} (Ctrl-C stops)", flush=True)
+    print(
+        f"serving policy {args.policy!r} at {server.base_url} "
+        f"(model {MODEL_PREFIX}<policy> picks another: {', '.join(POLICIES)}; Ctrl-C stops)",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -337,6 +376,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: local only)")
     p.add_argument("--port", type=port_number, default=8765, help="port (0 picks a free one)")
-    p.add_argument("--policy", choices=tuple(POLICIES), default="reference", help="how to answer")
+    p.add_argument(
+        "--policy",
+        choices=tuple(POLICIES),
+        default="reference",
+        help="how to answer a model name other than baseline-<policy> (which picks its policy)",
+    )
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     p.set_defaults(handler=cmd_serve)

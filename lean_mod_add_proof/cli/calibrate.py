@@ -10,12 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.settings import (
-    EXIT_NOT_JUDGED,
-    EXIT_OK,
-    EXIT_REJECTED,
-    add_grader_flags,
-)
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM
+from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
 from lean_mod_add_proof.dataset.tasks import TaskRecord
 
@@ -90,18 +86,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         console.print(f"wrote {args.out}", highlight=False)
     if any(not r["judged"] for r in rows):
-        console.print(f"[yellow]could not judge:[/] {rows[-1]['reason']}", highlight=False)
+        console.print(rows[-1]["reason"], style="yellow", markup=False, highlight=False)
         return EXIT_NOT_JUDGED
     if all(r["accepted"] for r in rows):
         worst = max(rows, key=lambda r: r["grader_seconds"])
         console.print(
             f"Largest: {worst['task']} took {worst['grader_seconds']:.1f} s and "
             f"{worst['peak_memory_mb']} MiB. Set timeout_s and memory_mb with headroom above the "
-            "largest task you grade (README, Calibration).",
+            "largest task you grade (docs/operations.md, Calibration).",
             highlight=False,
         )
         return EXIT_OK
-    return EXIT_REJECTED
+    return EXIT_PROBLEM
 
 
 def register(commands: argparse._SubParsersAction) -> None:

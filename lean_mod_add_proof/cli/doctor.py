@@ -9,17 +9,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_mod_add_proof.cli.settings import (
-    EXIT_NOT_JUDGED,
-    EXIT_OK,
-    EXIT_REJECTED,
-    EXIT_USAGE,
-    add_grader_flags,
-    config_from_args,
-)
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.grading.result import GraderConfig
 
 #: What each sandbox mode means in force, for the report.
@@ -34,6 +29,35 @@ UNSANDBOXED_LIMIT = (
     "without the sandbox, build-time code runs with this user's rights, and a process that leaves "
     "both the process group and the tracked process tree between two polls can outlive the grade"
 )
+
+
+#: What bubblewrap needs inside Docker (and what to do about it), said once for doctor and the docs.
+USERNS_FIX = (
+    "bubblewrap needs unprivileged user namespaces. On the host: `sysctl user.max_user_namespaces` "
+    "> 0 (and `kernel.unprivileged_userns_clone=1` or `kernel.apparmor_restrict_unprivileged_userns=0` "
+    "where those exist). In Docker, whose default seccomp and AppArmor profiles refuse them: run the "
+    "container with `--security-opt seccomp=unconfined --security-opt apparmor=unconfined` (or a "
+    "seccomp profile that allows unshare and clone with CLONE_NEWUSER)"
+)
+#: Host switches that turn user namespaces off: (file, value meaning off).
+USERNS_SWITCHES = (
+    ("/proc/sys/user/max_user_namespaces", "0"),
+    ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
+)
+
+
+@dataclass(frozen=True)
+class UsernsFacts:
+    """What decides whether bubblewrap can create its namespaces here."""
+
+    in_container: str | None
+    """Why this looks like a container (`/.dockerenv`, ...), or None."""
+    switches_off: tuple[str, ...]
+    """Host switches found set to "off", as `file=value`."""
+    unshare: bool | None
+    """Whether `unshare --user true` worked as this user (None: could not try)."""
+    unshare_error: str = ""
 
 
 @dataclass
@@ -72,6 +96,62 @@ def _mem_total_mb() -> int | None:
     return None
 
 
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def userns_facts() -> UsernsFacts:
+    """Look at this machine: container markers, the host's switches, and one `unshare --user`."""
+    in_container = None
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if Path(marker).exists():
+            in_container = marker
+            break
+    if in_container is None:
+        cgroup = _read("/proc/1/cgroup") or ""
+        if any(word in cgroup for word in ("docker", "containerd", "kubepods", "libpod")):
+            in_container = "/proc/1/cgroup"
+    off = tuple(f"{path}={value}" for path, value in USERNS_SWITCHES if (_read(path) or "").strip() == value)
+    unshare = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if unshare is None:
+        return UsernsFacts(in_container, off, None, "unshare (util-linux) not found")
+    try:
+        done = subprocess.run(
+            [unshare, "--user", "true"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return UsernsFacts(in_container, off, None, f"{type(exc).__name__}: {exc}")
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    why = lines[-1] if lines else f"exit {done.returncode}"
+    return UsernsFacts(in_container, off, done.returncode == 0, why)
+
+
+def userns_check(facts: UsernsFacts, sandbox_mode: str) -> Check:
+    """The `user namespaces` row: bubblewrap's precondition, with the Docker fix (pure)."""
+    where = f"in a container ({facts.in_container})" if facts.in_container else "not in a container"
+    if facts.unshare:
+        detail = f"available ({where}; `unshare --user` works as this user)"
+        ok = True
+    else:
+        tried = (
+            f"`unshare --user` failed: {facts.unshare_error}"
+            if facts.unshare is False
+            else f"not tried: {facts.unshare_error}"
+        )
+        detail = f"{'NOT available' if facts.unshare is False else 'unknown'} ({where}; {tried}"
+        if facts.switches_off:
+            detail += f"; switched off by {', '.join(facts.switches_off)}"
+        detail += ")"
+        ok = facts.unshare is None and not facts.switches_off
+    if not ok and sandbox_mode == "off":
+        detail += "; unused with sandbox=off"
+    # The sandbox row says whether a grade can run; this row says why bwrap cannot.
+    return Check("user namespaces", ok, detail, USERNS_FIX, required=False)
+
+
 def doctor_checks(config: GraderConfig) -> list[Check]:
     from lean_mod_add_proof.grading import cache, process, sandbox, toolchain
     from lean_mod_add_proof.grading.toolchain import ELAN_FIX, INSTALL_FIX
@@ -107,6 +187,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
     if mode == "on" and not probe.available:
         detail += "; every grade is could-not-judge until this is fixed"
     checks.append(Check("sandbox (bwrap)", probe.available or mode == "off", detail, SANDBOX_FIX))
+    checks.append(userns_check(userns_facts(), mode))
     prlimit = process.find_prlimit()
     checks.append(
         Check(
@@ -182,7 +263,8 @@ def _print_checks(checks: list[Check], ready: bool) -> None:
 
 
 def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
-    """Run the canaries now (nothing remembered is reused). Exit 0 passed, 3 failed or no Lean."""
+    """Run the canaries now (nothing remembered is reused). Exit 0 passed, 1 a canary got the
+    wrong verdict, 3 no toolchain (nothing was run)."""
     from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
     from lean_mod_add_proof.grading import toolchain
     from lean_mod_add_proof.grading.selftest import run_selftest
@@ -192,7 +274,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
         return EXIT_NOT_JUDGED, {"passed": False, "reason": f"no toolchain: {found.reason}", "canaries": []}
     network = NETWORK_LEAN_PATH.read_text(encoding="utf-8")
     report = asyncio.run(run_selftest(found, config, network))
-    return (EXIT_OK if report.passed else EXIT_NOT_JUDGED), {
+    return (EXIT_OK if report.passed else EXIT_PROBLEM), {
         "toolchain": found.version,
         **report.model_dump(mode="json"),
     }
@@ -203,17 +285,24 @@ def _print_selftest(report: dict[str, object]) -> None:
     from rich.table import Table
 
     console = Console()
-    table = Table(title=f"self-test on {report.get('toolchain', 'no toolchain')}")
-    for column in ("canary", "expected", "got", "ok", "s"):
-        table.add_column(column, overflow="fold")
-    for c in report["canaries"]:  # type: ignore[union-attr]
-        mark = "[green]yes[/]" if c["passed"] else "[red]NO[/]"
-        table.add_row(c["name"], c["expected"], c["got"], mark, f"{c['seconds']:.1f}")
-    console.print(table)
+    canaries = report["canaries"]
+    if canaries:  # none ran (no toolchain): no empty table
+        table = Table(title=f"self-test on {report.get('toolchain', 'no toolchain')}")
+        for column in ("canary", "expected", "got", "ok", "s"):
+            table.add_column(column, overflow="fold")
+        for c in canaries:  # type: ignore[union-attr]
+            mark = "[green]yes[/]" if c["passed"] else "[red]NO[/]"
+            table.add_row(c["name"], c["expected"], c["got"], mark, f"{c['seconds']:.1f}")
+        console.print(table)
     if report["passed"]:
         console.print("[bold green]Self-test passed:[/] this toolchain's verdicts count.")
+    elif not canaries:
+        console.print("[bold yellow]Self-test not run:[/] ", end="")
+        console.print(report["reason"], markup=False, highlight=False)
+        console.print("Install the toolchain with `lean-mod-add-proof install-lean`, then run this again.")
     else:
-        console.print(f"[bold red]Self-test failed:[/] {report['reason']}")
+        console.print("[bold red]Self-test failed:[/] ", end="")
+        console.print(report["reason"], markup=False, highlight=False)
         console.print("Every grade is could-not-judge on this toolchain until the self-test passes.")
 
 
@@ -221,7 +310,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except ValueError as exc:
-        print(f"doctor: bad setting: {exc}")
+        if args.json:
+            print(json.dumps({"error": f"bad setting: {exc}", "exit_code": EXIT_USAGE}))
+        print(f"doctor: bad setting: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.selftest:
         code, report = run_selftest_report(config)
@@ -236,15 +327,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps({"ready": ready, "checks": [c.__dict__ for c in checks]}, indent=2))
     else:
         _print_checks(checks, ready)
-    return EXIT_OK if ready else EXIT_REJECTED
+    return EXIT_OK if ready else EXIT_PROBLEM
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "doctor",
         help="check the toolchain, sandbox, limits and cache the grader needs (--selftest: run the canaries)",
-        description="Exit 0 only if the grader can run Lean for real on this machine. With --selftest: "
-        "0 if every canary got its expected verdict, 3 otherwise (or without a toolchain).",
+        description="Exit 0 only if the grader can run Lean for real on this machine, 1 otherwise. With "
+        "--selftest: 0 if every canary got its expected verdict, 1 if one did not, 3 without a toolchain.",
     )
     p.add_argument("--json", action="store_true")
     p.add_argument("--selftest", action="store_true", help="grade the canaries now and print a table")

@@ -9,15 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.settings import (
-    EXIT_OK,
-    EXIT_REJECTED,
-    EXIT_USAGE,
-    add_grader_flags,
-    config_from_args,
-)
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR
 from lean_mod_add_proof.grading.result import verdict_exit_code
+
+#: Every could-not-judge reason starts with this (the grader's own wording).
+NOT_JUDGED_PREFIX = "could not judge: "
 
 
 def _read_utf8(path: Path) -> str:
@@ -39,6 +37,8 @@ def cmd_guard(args: argparse.Namespace) -> int:
     try:
         text = _read_utf8(args.file)
     except ValueError as exc:
+        if args.json:  # --json always prints a result, errors included (as `grade --json` does)
+            print(json.dumps({"error": str(exc), "exit_code": EXIT_USAGE}))
         print(f"guard: {exc}", file=sys.stderr)
         return EXIT_USAGE
     verdict = check_guard(text)
@@ -58,7 +58,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
     else:
         where = f" (line {verdict.line})" if verdict.line is not None else ""
         print(f"guard: {args.file}{where}: {verdict.reason}", file=sys.stderr)
-    return EXIT_OK if verdict.passed else EXIT_REJECTED
+    return EXIT_OK if verdict.passed else EXIT_PROBLEM
 
 
 # ---- grade -------------------------------------------------------------------------------------
@@ -90,6 +90,28 @@ def grade_task_for(task_id: str, tasks_dir: Path, weights_sha256: str | None = N
     return GradeTask(
         task_id=task.id, p=task.p, network_lean=_read_utf8(NETWORK_LEAN_PATH), weights_lean=weights
     )
+
+
+def result_json(result: Any) -> dict[str, Any]:
+    """What `grade --json` prints: the whole GradeResult, except that `reward` is null when no
+    verdict was reached, so that a script reading `reward` cannot count a grade that could not
+    be judged as a wrong proof (the model's own `reward` stays 0.0 there; pure)."""
+    data = result.model_dump(mode="json")
+    if not result.judged:
+        data["reward"] = None
+    return data
+
+
+def verdict_line(result: Any) -> str:
+    """The one line `grade` ends with, saying each thing once: no "COULD NOT JUDGE ...: could not
+    judge: ..." and no "REJECTED at guard ...: guard: ..." (pure)."""
+    reason = result.reason
+    if result.accepted:
+        return f"ACCEPTED (reward 1.0): {reason}"
+    if not result.judged:
+        return f"COULD NOT JUDGE (no verdict; not a rejection): {reason.removeprefix(NOT_JUDGED_PREFIX)}"
+    stage = result.failed_stage
+    return f"REJECTED at {stage} (reward 0.0): {reason.removeprefix(f'{stage}: ')}"
 
 
 def _usage_error(args: argparse.Namespace, message: str, hint: str = "") -> int:
@@ -129,7 +151,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     run = grade_reply if args.reply else grade
     result = asyncio.run(run(text, grade_task, config, on_stage=on_stage))
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print(json.dumps(result_json(result), indent=2))
         return verdict_exit_code(result)
     for rec in result.commands:
         code = "killed" if rec.exit_code is None else f"exit {rec.exit_code}"
@@ -139,13 +161,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if not result.accepted and result.commands and result.commands[-1].output_tail.strip():
         console.print("[dim]--- output tail of the last command ---[/]")
         console.print(result.commands[-1].output_tail[-2000:], markup=False, highlight=False)
-    if result.accepted:
-        verdict, colour = "ACCEPTED (reward 1.0)", "green"
-    elif result.judged:
-        verdict, colour = f"REJECTED at {result.failed_stage} (reward 0.0)", "red"
-    else:
-        verdict, colour = "COULD NOT JUDGE (no verdict; not a rejection)", "yellow"
-    console.print(f"[bold {colour}]{verdict}[/]: {result.reason}", highlight=False)
+    colour = "green" if result.accepted else ("red" if result.judged else "yellow")
+    verdict, _, reason = verdict_line(result).partition(": ")
+    console.print(f"[bold {colour}]{verdict}[/]: ", end="", highlight=False)
+    console.print(reason, markup=False, highlight=False)
     console.print(
         f"[dim]grader time {result.grader_seconds:.2f} s, sandboxed={result.sandboxed}, "
         f"cache={result.cache}, peak memory {result.peak_memory_mb} MiB[/]",

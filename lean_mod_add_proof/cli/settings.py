@@ -12,17 +12,11 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from lean_mod_add_proof.grading.result import (  # noqa: F401  (the exit codes are re-exported)
-    EXIT_ACCEPTED,
-    EXIT_NOT_JUDGED,
-    EXIT_REJECTED,
-    GraderConfig,
-    GraderSettings,
-    flag_name,
-)
+from lean_mod_add_proof.dataset.tasks import TaskRecord, TaskSetError
+from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings, flag_name
 
-EXIT_OK = EXIT_ACCEPTED
-EXIT_USAGE = 2
+#: The smallest `--max-p` vf-eval accepts (`LeanTasksetConfig.max_p`'s bound).
+MIN_MAX_P = 2
 
 
 def _base_type(annotation: Any) -> Any:
@@ -82,3 +76,21 @@ def config_from_args(args: argparse.Namespace, **fixed: Any) -> GraderConfig:
         return GraderConfig(**values)
     except ValidationError as exc:
         raise ValueError(config_error(exc)) from None
+
+
+def select_tasks(records: list[TaskRecord], split: str, max_p: int | None) -> list[TaskRecord]:
+    """The tasks of `split` with p <= `max_p`, refusing a `--max-p` exactly where vf-eval refuses
+    it (`LeanTasksetConfig.max_p`: at least 2, and some task of the split must remain), with the
+    same message. Raises TaskSetError, which every command reports as a usage error (pure)."""
+    from lean_mod_add_proof.cli.tasks import select
+
+    if max_p is not None:
+        if max_p < MIN_MAX_P:
+            raise TaskSetError(f"--max-p {max_p}: must be at least {MIN_MAX_P}")
+        ps = sorted({r.p for r in records if split == "all" or r.split == split})
+        if ps and not any(p <= max_p for p in ps):
+            which = "" if split == "all" else f"{split} "
+            raise TaskSetError(
+                f"--max-p {max_p}: no {which}task has p <= {max_p} (the smallest p is {ps[0]})"
+            )
+    return select(records, split, max_p)

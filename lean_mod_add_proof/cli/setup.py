@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 
 #: The elan release whose installer script is used. v4.2.4 is the newest elan tag found in the
@@ -24,28 +26,42 @@ from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 #: the grader checks by `lean --version` before use.
 ELAN_RELEASE = "v4.2.4"
 ELAN_INIT_URL = f"https://raw.githubusercontent.com/leanprover/elan/{ELAN_RELEASE}/elan-init.sh"
-MANUAL_STEPS = (
-    "To install by hand on a machine with internet access:\n"
-    f"  curl -sSfL {ELAN_INIT_URL} | sh -s -- -y --default-toolchain none\n"
-    f"  ~/.elan/bin/elan toolchain install {LEAN_TOOLCHAIN}\n"
-    "(or copy a ~/.elan that already holds the toolchain), then run `lean-mod-add-proof doctor`."
-)
+DEFAULT_ELAN_HOME = Path("~/.elan")
+
+
+def manual_steps(elan_home: Path | None = None) -> str:
+    """How to install by hand into `elan_home` (default ~/.elan), to print when a step fails (pure)."""
+    if elan_home is None or elan_home == DEFAULT_ELAN_HOME.expanduser():
+        home, env = str(DEFAULT_ELAN_HOME), ""
+    else:
+        home = shlex.quote(str(elan_home))
+        env = f"ELAN_HOME={home} "
+    doctor = f"`{env}lean-mod-add-proof doctor`"
+    return (
+        "To install by hand on a machine with internet access:\n"
+        f"  curl -sSfL {ELAN_INIT_URL} | {env}sh -s -- -y --default-toolchain none\n"
+        f"  {env}{home}/bin/elan toolchain install {LEAN_TOOLCHAIN}\n"
+        f"(or copy an elan home that already holds the toolchain to {home}), then run {doctor}."
+    )
+
+
+#: The steps for the default elan home.
+MANUAL_STEPS = manual_steps()
 
 
 class InstallError(RuntimeError):
     """A step failed; the message says which and what to do."""
 
 
-def fetch(url: str, timeout_s: float) -> bytes:
-    """Download `url` (short timeout: no network must fail fast)."""
+def fetch(url: str, timeout_s: float, steps: str = MANUAL_STEPS) -> bytes:
+    """Download `url` (short timeout: no network must fail fast); `steps` say what to do instead."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
             return response.read()
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise InstallError(
-            f"cannot download {url} ({reason}). install-lean needs internet access to GitHub.\n"
-            + MANUAL_STEPS
+            f"cannot download {url} ({reason}). install-lean needs internet access to GitHub.\n" + steps
         ) from None
 
 
@@ -57,19 +73,20 @@ def find_elan(elan_home: Path) -> Path | None:
     return Path(found) if found else None
 
 
-def _run(argv: list[str], env: dict[str, str], what: str) -> None:
+def _run(argv: list[str], env: dict[str, str], what: str, steps: str) -> None:
     print(f"$ {' '.join(argv)}", flush=True)
     done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
-        raise InstallError(f"{what} failed (exit code {done.returncode}).\n" + MANUAL_STEPS)
+        raise InstallError(f"{what} failed (exit code {done.returncode}).\n" + steps)
 
 
 def install(elan_home: Path, script_url: str, timeout_s: float) -> Path:
     """Install elan if needed, then the pinned toolchain; returns the elan binary."""
     env = {**os.environ, "ELAN_HOME": str(elan_home)}
+    steps = manual_steps(elan_home)
     elan = find_elan(elan_home)
     if elan is None:
-        script = fetch(script_url, timeout_s)
+        script = fetch(script_url, timeout_s, steps)
         with tempfile.TemporaryDirectory(prefix="elan-init-") as tmp:
             path = Path(tmp) / "elan-init.sh"
             path.write_bytes(script)
@@ -77,15 +94,17 @@ def install(elan_home: Path, script_url: str, timeout_s: float) -> Path:
                 ["sh", str(path), "-y", "--default-toolchain", "none", "--no-modify-path"],
                 env,
                 "elan-init.sh",
+                steps,
             )
         elan = find_elan(elan_home)
         if elan is None:
-            raise InstallError(f"elan-init.sh finished but {elan_home}/bin/elan is missing.\n" + MANUAL_STEPS)
+            raise InstallError(f"elan-init.sh finished but {elan_home}/bin/elan is missing.\n" + steps)
     else:
         print(f"elan already installed: {elan} (toolchains go to {elan_home})")
         # The toolchain download also needs GitHub: check it answers before starting.
-        fetch("https://github.com", timeout_s)
-    _run([str(elan), "toolchain", "install", LEAN_TOOLCHAIN], env, f"elan toolchain install {LEAN_TOOLCHAIN}")
+        fetch("https://github.com", timeout_s, steps)
+    what = f"elan toolchain install {LEAN_TOOLCHAIN}"
+    _run([str(elan), "toolchain", "install", LEAN_TOOLCHAIN], env, what, steps)
     return elan
 
 
@@ -108,12 +127,12 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
     if isinstance(found, toolchain.Toolchain):
         print(f"{LEAN_TOOLCHAIN} is already installed: {found.dir} ({found.version})")
         print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
-        return 0
+        return EXIT_OK
     try:
         install(elan_home, args.script_url, args.timeout)
     except InstallError as exc:
         print(f"install-lean: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_PROBLEM
     toolchain.clear_probe_cache()
     found = toolchain.locate_toolchain(env=env)
     if isinstance(found, toolchain.Toolchain):
@@ -122,11 +141,11 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
         print(
             f"install-lean: the install ran but the toolchain was not found: {found.reason}", file=sys.stderr
         )
-        return 1
+        return EXIT_PROBLEM
     if source == "--elan-home" and os.environ.get("ELAN_HOME") != str(elan_home):
         print(f"Set ELAN_HOME={elan_home} for the grader to find it there.")
     print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
-    return 0
+    return EXIT_OK
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.settings import EXIT_NOT_JUDGED, EXIT_USAGE, config_from_args
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_USAGE
+from lean_mod_add_proof.cli.settings import config_from_args, select_tasks
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
 
 
@@ -21,15 +22,14 @@ def add_task_flags(parser: argparse.ArgumentParser, split_help: str) -> None:
 
 
 def choose(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:
-    """The selected tasks, in task-set order; ValueError naming any unknown `--task` id (pure)."""
-    from lean_mod_add_proof.cli.tasks import select
-
+    """The selected tasks, in task-set order; ValueError naming any unknown `--task` id, or a
+    `--max-p` vf-eval would refuse (pure)."""
     if ids:
         known = {r.id for r in records}
         if unknown := [i for i in ids if i not in known]:
             raise ValueError(f"unknown task id(s): {', '.join(unknown)} (see `lean-mod-add-proof tasks`)")
         records = [r for r in records if r.id in ids]
-    return select(records, split, max_p)
+    return select_tasks(records, split, max_p)
 
 
 def start(args: argparse.Namespace, console: Any, command: str, nothing: str) -> tuple[Any, list, Any] | int:

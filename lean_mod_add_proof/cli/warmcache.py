@@ -15,11 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.settings import (
-    EXIT_OK,
-    EXIT_REJECTED,
-    add_grader_flags,
-)
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM
+from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
 from lean_mod_add_proof.dataset.tasks import TaskRecord
 
@@ -117,7 +114,7 @@ def cmd_warm_cache(args: argparse.Namespace) -> int:
     built = sum(r.status == "built" for r in rows)
     hits = sum(r.status == "hit" for r in rows)
     console.print(f"{built} built, {hits} already there, {len(failed)} failed", highlight=False)
-    return EXIT_REJECTED if failed else EXIT_OK
+    return EXIT_PROBLEM if failed else EXIT_OK
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -85,19 +85,72 @@ structure Report where
   axioms : Array Name := #[]
   checkAxioms : Array Name := #[]
 
+/-- At most `n` characters of `s`, and a marker when some were cut, so that a clipped text can
+never equal a short name it began with (`String.toList`, `String.push`: src/Init/Data/String/
+Basic.lean, Bootstrap.lean). Written as a loop over `toList`, the most conservative form: the
+`String` slicing API changed in 2025-26, and the old list-to-string conversion is deprecated. -/
+def clip (s : String) (n : Nat) : String := Id.run do
+  let mut out := ""
+  let mut kept := 0
+  for c in s.toList do
+    if kept == n then
+      return out ++ "...(clipped)"
+    out := out.push c
+    kept := kept + 1
+  return out
+
+/-- The most names a list on the verdict line holds, and the longest a name may print. -/
+def maxNames : Nat := 16
+def maxNameChars : Nat := 128
+def maxReasonChars : Nat := 1000
+
 /-- Names are printed escaped (`Name.toString` with its default `escape := true`,
 src/Init/Meta.lean), so an axiom whose single component is the string "Classical.choice" prints
-as `«Classical.choice»` and can never pass for `Classical.choice`. -/
-def names (ns : Array Name) : Json :=
-  Json.arr (ns.map fun n => Json.str n.toString)
+as `«Classical.choice»` and can never pass for `Classical.choice`. A list longer than `maxNames`
+ends in a marker that is no axiom's or module's name, so an allow-list check of it still fails;
+the verdict line therefore stays under a fixed size whatever the submission holds. -/
+def names (ns : Array Name) : Json := Id.run do
+  let mut out : Array Json := #[]
+  for n in ns do
+    if out.size == maxNames then
+      return Json.arr (out.push (Json.str s!"(+{ns.size - maxNames} more)"))
+    out := out.push (Json.str (clip n.toString maxNameChars))
+  return Json.arr out
+
+/-- One lower-case hexadecimal digit of `n % 16` (`Char.ofNat`: src/Init/Prelude.lean). -/
+def hexDigit (n : Nat) : Char :=
+  let d := n % 16
+  if d < 10 then Char.ofNat (48 + d) else Char.ofNat (87 + d)
+
+/-- The JSON escape `\uXXXX` of one UTF-16 code unit (below 0x10000). -/
+def uEscape (u : Nat) : String :=
+  "\\u" ++ (((("".push (hexDigit (u / 4096))).push (hexDigit (u / 256))).push
+    (hexDigit (u / 16))).push (hexDigit u))
+
+/-- The line in printable ASCII only: every character below 0x20 or at or above 0x7F becomes a
+JSON `\u` escape (a surrogate pair above 0xFFFF). Lean's JSON printer leaves U+2028, U+2029
+and U+0085 raw, and line splitters may break on them. Such characters stand only inside JSON
+strings here (the keys are ASCII), where the escape means the same character. -/
+def asciiOnly (s : String) : String := Id.run do
+  let mut out := ""
+  for c in s.toList do
+    let n := c.toNat
+    if 0x20 ≤ n ∧ n < 0x7F then
+      out := out.push c
+    else if n < 0x10000 then
+      out := out ++ uEscape n
+    else
+      let m := n - 0x10000
+      out := out ++ uEscape (0xD800 + m / 1024) ++ uEscape (0xDC00 + m % 1024)
+  return out
 
 /-- The one verdict line (`Json.mkObj`, `Json.compress`: src/Lean/Data/Json/Basic.lean and
-Printer.lean). -/
+Printer.lean), ASCII only and bounded in size. -/
 def Report.line (r : Report) : String :=
-  (Json.mkObj [
+  asciiOnly (Json.mkObj [
     ("judge", toJson (1 : Nat)),
     ("verdict", Json.str r.verdict),
-    ("reason", Json.str r.reason),
+    ("reason", Json.str (clip r.reason maxReasonChars)),
     ("imports", names r.imports),
     ("replayed", toJson r.replayed),
     ("theorem_kind", Json.str r.theoremKind),
@@ -161,17 +214,9 @@ def oleanParts (olean : System.FilePath) : IO (Array System.FilePath) := do
       files := files.push priv
   return files
 
-/-- At most 2000 characters: a reason is one line for a human, and a huge kernel message must not
-push the verdict line past the grader's output cap (`String.toList`, `List.take`,
-`List.asString`: src/Init/Data/String/Basic.lean, src/Init/Data/List/Basic.lean). -/
-def clip (s : String) : String :=
-  (s.toList.take 2000).asString
-
 def kernelMessage (ex : Kernel.Exception) : IO String :=
-  return clip (← (ex.toMessageData {}).toString)
+  return clip (← (ex.toMessageData {}).toString) maxReasonChars
 
-/-- The verdict. Written with statement-level `try`/`match` and mutable variables only, the most
-conservative do-notation forms, so that each early `return` is unambiguously the function's. -/
 /-- Printed (and flushed) once the trusted set-up is done and the submission's data is about to be
 read: from here on, a judge that ends without a verdict ended on the submission's input (a
 kernel panic such as an oversized `Nat.shiftLeft` exits the process outright), so the grader
@@ -182,6 +227,8 @@ def markReplayStarted : IO Unit := do
   out.putStrLn "{\"phase\":\"replay\"}"
   out.flush
 
+/-- The verdict. Written with statement-level `try`/`match` and mutable variables only, the most
+conservative do-notation forms, so that each early `return` is unambiguously the function's. -/
 def judge (a : Args) : IO Report := do
   let mut r : Report := {}
   -- 0. The trusted environment first (an import failure here is the grader's, not a verdict).
@@ -192,13 +239,19 @@ def judge (a : Args) : IO Report := do
   try
     parts ← readModuleDataParts (← oleanParts a.olean)
   catch e =>
-    return { r with verdict := "replay", reason := clip s!"unreadable olean: {e}" }
+    return { r with verdict := "replay", reason := s!"unreadable olean: {e}" }
   let some (first, _) := parts[0]?
     | return { r with verdict := "replay", reason := "the olean holds no module data" }
   let some (mostPrivate, _) := parts[parts.size - 1]?
     | return { r with verdict := "replay", reason := "the olean holds no module data" }
   -- 2. Imports: only the allowed modules, and the required one.
-  let imported := first.imports.map (·.module)
+  -- Each module once (a file may repeat an import line thousands of times).
+  let mut imported : Array Name := #[]
+  let mut seenImports : NameSet := {}
+  for i in first.imports do
+    unless seenImports.contains i.module do
+      seenImports := seenImports.insert i.module
+      imported := imported.push i.module
   r := { r with imports := imported }
   for m in imported do
     unless a.allowed.contains m do
@@ -216,7 +269,7 @@ def judge (a : Args) : IO Report := do
   try
     kenv ← kenv.replay newConstants
   catch e =>
-    return { r with verdict := "replay", reason := clip s!"the kernel rejected the submission: {e}" }
+    return { r with verdict := "replay", reason := s!"the kernel rejected the submission: {e}" }
   -- 4. The theorem: declared by the submission, a theorem, no universe parameters.
   unless newConstants.contains a.thm do
     return { r with verdict := "statement", reason := s!"the submission declares no {a.thm}" }

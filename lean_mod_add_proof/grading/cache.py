@@ -70,6 +70,8 @@ class PrebuildOutcome:
 
 
 Prebuild = Callable[[Path], Awaitable[PrebuildOutcome]]
+#: What a sound entry must hold: the names of the outputs missing from a manifest (empty if none).
+OutputsMissing = Callable[[Mapping[str, str]], list[str]]
 
 
 class PrebuildFailed(Exception):
@@ -125,7 +127,9 @@ class _Manifest:
     dirs: list[str]
 
 
-def _parse_manifest(raw: bytes, key: str) -> _Manifest | None:
+def _parse_manifest(
+    raw: bytes, key: str, outputs_missing: OutputsMissing = missing_outputs
+) -> _Manifest | None:
     """The manifest in manifest.json bytes, or None unless it is exactly what `_seal` writes for
     this key and layout (any JSON value may be there: `[]`, `null`, 100 000 nested lists)."""
     try:
@@ -143,13 +147,17 @@ def _parse_manifest(raw: bytes, key: str) -> _Manifest | None:
         return None
     if not all(type(v) is int and v >= 0 for v in sizes.values()) or sum(sizes.values()) > ENTRY_MAX_BYTES:
         return None
-    if missing_outputs(files):
+    if outputs_missing(files):
         return None
     return _Manifest(files, sizes, dirs)
 
 
 def _check_entry(
-    entry_dir: Path, key: str, deadline: float | None, stop: threading.Event | None = None
+    entry_dir: Path,
+    key: str,
+    deadline: float | None,
+    stop: threading.Event | None = None,
+    outputs_missing: OutputsMissing = missing_outputs,
 ) -> _Checked:
     """Whether `entry_dir` is absent, a sound entry for `key`, or anything else (corrupt). Never
     follows a symlink or blocks; TimeoutError once `deadline` passes while reading the entry."""
@@ -170,7 +178,8 @@ def _check_entry(
         st = os.fstat(fd)
         ident = (st.st_dev, st.st_ino)
         try:
-            parsed = _parse_manifest(read_small_file(MANIFEST_NAME, MANIFEST_MAX_BYTES, dir_fd=fd), key)
+            raw = read_small_file(MANIFEST_NAME, MANIFEST_MAX_BYTES, dir_fd=fd)
+            parsed = _parse_manifest(raw, key, outputs_missing)
             if parsed is None:
                 return _Checked("corrupt", ident=ident)
             pkg = open_dir("package", dir_fd=fd)
@@ -212,7 +221,10 @@ def _discard(path: Path, ident: tuple[int, int] | None) -> str | None:
 
 
 async def prebuild_package(
-    package: Path, sources: Mapping[str, bytes], prebuild: Prebuild
+    package: Path,
+    sources: Mapping[str, bytes],
+    prebuild: Prebuild,
+    outputs_missing: OutputsMissing = missing_outputs,
 ) -> tuple[dict[str, str], list[CommandRecord]]:
     """Write the trusted sources into `package`, build them, and hash the result: the manifest
     the tamper checks compare against, and the prebuild's command records. PrebuildFailed if the
@@ -227,10 +239,8 @@ async def prebuild_package(
         raise PrebuildFailed("the prebuilt package contains a symlink", outcome.records)
     if any(v == SPECIAL for v in manifest.values()):
         raise PrebuildFailed("the prebuilt package contains a FIFO, socket or device", outcome.records)
-    if missing := missing_outputs(manifest):
-        raise PrebuildFailed(
-            f"prebuild left no .olean for {', '.join(missing)} under .lake/", outcome.records
-        )
+    if missing := outputs_missing(manifest):
+        raise PrebuildFailed(f"the prebuild left no output for {', '.join(missing)}", outcome.records)
     return manifest, outcome.records
 
 
@@ -259,6 +269,7 @@ async def ensure_entry(
     prebuild: Prebuild,
     *,
     deadline: float | None = None,
+    outputs_missing: OutputsMissing = missing_outputs,
 ) -> CacheEntry:
     """The verified cache entry for `key`, building it if absent, corrupt or unreadable.
 
@@ -282,7 +293,9 @@ async def ensure_entry(
     async def check() -> _Checked:
         limit = None if budget is None else time.monotonic() + budget
         try:
-            return await workdirs.run_in_thread(_check_entry, entry_dir, key, limit, stoppable=True)
+            return await workdirs.run_in_thread(
+                _check_entry, entry_dir, key, limit, stoppable=True, outputs_missing=outputs_missing
+            )
         except TimeoutError:
             raise CacheUnusable("cache check ran out of time") from None
 
@@ -304,7 +317,9 @@ async def ensure_entry(
         records: list[CommandRecord] = []
         try:
             try:
-                manifest, records = await prebuild_package(tmp / "package", sources, prebuild)
+                manifest, records = await prebuild_package(
+                    tmp / "package", sources, prebuild, outputs_missing
+                )
                 await workdirs.run_in_thread(_seal, tmp, key, manifest)
             except OSError as exc:
                 raise CacheUnusable(f"cannot build in the cache: {_why(exc)}", records) from None

@@ -53,7 +53,6 @@ class Extraction:
 
 @dataclass(frozen=True)
 class _Block:
-    lang: str
     start: int  # first character of the content
     end: int  # first character of the closing fence line (or len(text) if unterminated)
     indent: int
@@ -91,13 +90,12 @@ def _blocks(text: str) -> list[_Block]:
         if fence[0] == "`" and "`" in info:
             pos = end + 1  # not a fence opening (CommonMark)
             continue
-        words = info.split(None, 1)
-        lang = words[0].lower() if words else ""
+        words = info.split()
         start = min(end + 1, n)
         close = _closing_re(fence[0], len(fence)).search(text, start)
-        if lang in LEAN_INFO_WORDS:
+        if words and words[0].lower() in LEAN_INFO_WORDS:
             stop = n if close is None else close.start()
-            blocks.append(_Block(lang, start, stop, len(spaces), close is not None))
+            blocks.append(_Block(start, stop, len(spaces), close is not None))
         if close is None:
             break
         pos = close.end() + 1

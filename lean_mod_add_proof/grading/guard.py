@@ -1,12 +1,17 @@
 """The text guard: a coarse, conservative filter that runs before Lean sees the submission.
 
-Why a text guard at all: `lake build` elaborates the submission, and elaboration can compile and
-run code the file supplies; `Check.lean` imports the submission, so its syntax extensions and
-initialisers are live there too. Only the guard stops that, so it errs towards rejecting: a false
-positive costs one rollout, a false negative can cost the grader. The guard judges exactly the
-text Lean gets: `check_guard` first turns CRLF and lone CR into LF and adds a final newline, as
-the extractor does (`extract.as_lean_file`), so `lean-mod-add-proof guard FILE` and the
-pipeline agree on every file.
+Why a text guard at all: the grader compiles the submission with the toolchain's own `lean`
+(`lean --json -o Submission.olean ... Submission.lean`, no Lake; see `pipeline.py`), and
+elaborating a file can compile and run code the file supplies: tactic configurations, syntax
+extensions, `#eval`, attributes with code behind them. Only the guard stops that (the sandbox
+bounds what such code could reach), so it errs towards rejecting: a false positive costs one
+rollout, a false negative can cost the grader. The trusted judge (`Judge.lean`) never imports
+the submission: it reads the submission's olean as data and replays it through the kernel, so
+nothing of the submission runs there; the build is the only place the guard has to protect.
+The guard judges exactly the text Lean gets: `check_guard` first turns CRLF and lone CR into LF
+and adds a final newline, as the extractor does (`extract.as_lean_file`), so
+`lean-mod-add-proof guard FILE` and the pipeline agree on every file. It fails closed: an
+exception inside any rule rejects the file ("internal guard error"), it never passes it.
 
 How the guard reads the text (lean4 `src/Lean/Parser/Basic.lean`):
 
@@ -34,8 +39,9 @@ and the rule that closes it ("C:" = read in the lean4 sources; "I:" = inferred):
   `by_elab` (C: `syntax (name := byElab) "by_elab " doSeq : term` in `src/Init/NotationExtra.lean`,
   elaborated with `evalTerm`). Closed by rule 4 (words, and the part `elab`).
 - `initialize`, `builtin_initialize`, `@[init]`, `@[builtin_init]`: run when a module importing
-  the file starts, i.e. in `Check.lean` (I: `src/Lean/Compiler/InitAttr.lean`). Closed by rule 4
-  and the attribute allow-list (rule 7).
+  the file starts (I: `src/Lean/Compiler/InitAttr.lean`). Nothing the grader runs imports the
+  submission (the judge reads its olean without importing it), but these stay closed in case
+  anything ever does: rule 4 and the attribute allow-list (rule 7).
 - Syntax extensions whose handlers are code: `macro`, `macro_rules`, `elab`, `elab_rules`,
   `syntax`, `notation`, `infix*`, `prefix`, `postfix`, `declare_syntax_cat`, `binder_predicate`,
   `declare_simp_like_tactic` (an Init command expanding to `syntax` + `macro_rules`), `unif_hint`.
@@ -730,18 +736,28 @@ _RULES = (
 )
 
 
+#: Start of the reason of a verdict that an exception inside the guard produced.
+INTERNAL_ERROR_REASON = "internal guard error"
+
+
 def check_guard(text: str) -> GuardVerdict:
     """Run every rule of the module docstring on `text` (normalised as the pipeline normalises
-    submissions); the first failure is the verdict."""
+    submissions); the first failure is the verdict. Fails closed: an exception inside a rule (a
+    guard bug; none is expected on any `str`) rejects the file, naming the rule."""
+    where = "normalising the text"
     try:
         if len(text) > 2 * MAX_SUBMISSION_BYTES:  # still over the limit after CRLF -> LF
             return _too_large(None)
         text = as_lean_file(text)
+        where = "_check_size"
         if (verdict := _check_size(text)) is not None:
             return verdict
         for rule in _RULES:
+            where = rule.__name__
             if (verdict := rule(text)) is not None:
                 return verdict
-    except Exception as exc:  # never expected; a guard bug must reject, not crash the grader
-        return _fail(f"guard error: {type(exc).__name__}", None, None)
+    except Exception as exc:  # a guard bug must reject the file, never pass it or crash the grader
+        return _fail(
+            f"{INTERNAL_ERROR_REASON} ({type(exc).__name__} in {where}); the file is rejected", None, None
+        )
     return _ok()

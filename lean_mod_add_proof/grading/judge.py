@@ -8,10 +8,15 @@ imports, replays its constants through the kernel, kernel-checks `theorem <check
 
 - argv: `lean --run Judge.lean --olean submission/Submission.olean --lib lib --toolchain-lib D
   --theorem T --spec S --check C --allow-import M ... --require-import M`
-- stdout: exactly one JSON object line with a `judge` key (Lean's `Json.compress` writes keys in
-  alphabetical order, so it starts with `{"axioms":`), the last line it prints; exit 0 whenever
-  it printed a verdict (accepting or rejecting). Anything else (no such line, two, a non-zero
-  exit, an unknown verdict) means the judge reached no verdict.
+- stdout: a `{"phase":"replay"}` line once its trusted set-up is done, then exactly one JSON
+  object line with a `judge` key (Lean's `Json.compress` writes keys in alphabetical order, so it
+  starts with `{"axioms":`), the last line it prints; exit 0 whenever it printed a verdict
+  (accepting or rejecting). Anything else (no such line, two, a non-zero exit, an unknown
+  verdict) means the judge reached no verdict.
+- The verdict line is printable ASCII (the judge escapes everything else as a `\\u` escape), its
+  lists hold at most 16 names and its reason at most 1000 characters, so what the judge prints
+  is bounded whatever the submission holds (JUDGE_OUTPUT_CAP). Lines are split on `\n` alone:
+  `str.splitlines()` also breaks at U+2028, U+2029 and U+0085, which a submission controls.
 """
 
 from __future__ import annotations
@@ -47,19 +52,35 @@ class JudgeReport(BaseModel):
 
 #: The line the judge prints once its trusted set-up is done and the submission's data comes next.
 REPLAY_STARTED = '{"phase":"replay"}'
+#: The output cap of the judge's own run, whatever `output_cap_bytes` says: its verdict line is
+#: bounded (16 names of at most 128 characters per list, a 1000-character reason, at most 12
+#: bytes per escaped character: under 90 KiB), so a cap below this could only cut an honest
+#: verdict, and a cut verdict would be "could not judge" chosen by the submission.
+JUDGE_OUTPUT_CAP = 256 << 10
+
+
+def output_lines(text: str) -> list[str]:
+    """The stripped non-empty lines of a command's output, split on `\n` only (pure)."""
+    return [ln.strip() for ln in text.split("\n") if ln.strip()]
 
 
 def replay_started(text: str) -> bool:
     """Whether the judge got as far as the submission's data (pure)."""
-    return any(line.strip() == REPLAY_STARTED for line in text.splitlines())
+    return REPLAY_STARTED in output_lines(text)
 
 
 class JudgeOutputError(ValueError):
     """The judge's output holds no single well-formed verdict line."""
 
 
+def interpreted_judge(lean: str, threads: int) -> list[str]:
+    """`lean -j N --run Judge.lean`: the judge without a compiled executable (pure). `-j` must
+    come before `--run`, where the shell stops reading its own options (src/util/shell.cpp)."""
+    return [lean, "-j", str(threads), "--run", JUDGE_FILE]
+
+
 def judge_argv(
-    lean: str,
+    program: Sequence[str],
     *,
     submission_module: str,
     theorem: str,
@@ -69,9 +90,10 @@ def judge_argv(
     allowed_imports: Sequence[str],
     required_imports: Sequence[str],
 ) -> list[str]:
-    """The judge's command line, run from inside the verdict directory (pure)."""
+    """The judge's command line, run from inside the verdict directory (pure). `program` is the
+    compiled executable, or `interpreted_judge(...)`; the arguments are the same."""
     olean = verdict_output(submission_module, "olean")
-    argv = [lean, "--run", JUDGE_FILE, "--olean", olean, "--lib", VERDICT_LIB]
+    argv = [*program, "--olean", olean, "--lib", VERDICT_LIB]
     argv += ["--toolchain-lib", str(toolchain_dir / "lib" / "lean")]
     argv += ["--theorem", theorem, "--spec", spec, "--check", check]
     for module in allowed_imports:
@@ -95,7 +117,7 @@ def _is_verdict_line(line: str) -> bool:
 def parse_judge_output(text: str) -> JudgeReport:
     """The verdict line: the last non-empty line, which must be the only JSON object line with a
     `judge` key. The judge never runs submitted code, but the line still has to parse strictly."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = output_lines(text)
     marked = [ln for ln in lines if _is_verdict_line(ln)]
     if not marked:
         raise JudgeOutputError("the judge printed no verdict")
@@ -103,6 +125,8 @@ def parse_judge_output(text: str) -> JudgeReport:
         raise JudgeOutputError("the judge printed more than one verdict")
     if lines[-1] != marked[0]:
         raise JudgeOutputError("the judge printed something after its verdict")
+    if not marked[0].isascii():
+        raise JudgeOutputError("the verdict line is not ASCII")
     try:
         return JudgeReport.model_validate(json.loads(marked[0]))
     except (ValueError, ValidationError) as exc:

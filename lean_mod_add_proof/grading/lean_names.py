@@ -1,6 +1,13 @@
 """The Lean names and pins the grader enforces. The grader owns them; the prompt and the data set
 read them from here (through `lean_mod_add_proof.constants`), so what the model is told and what is
-enforced cannot drift apart."""
+enforced cannot drift apart.
+
+Where they are used: the grader writes the submission to `SUBMISSION_PATH` in a package with
+Lake's layout and compiles it with the pinned toolchain's `lean` (Lake never runs while grading);
+the trusted judge `Judge.lean` then reads the resulting olean without importing it, checks its
+imports (only `Init` and `ALLOWED_IMPORTS`, with `REQUIRED_IMPORT` among them), replays it through the kernel, kernel-checks the theorem
+against `SPEC_CONSTANT` under the name `CHECK_THEOREM`, and reports the axioms, which must be
+among `ALLOWED_AXIOMS`."""
 
 from __future__ import annotations
 
@@ -22,7 +29,10 @@ REQUIRED_IMPORT = WEIGHTS_MODULE
 #: The only axioms a proof may depend on.
 ALLOWED_AXIOMS: tuple[str, ...] = ("propext", "Classical.choice", "Quot.sound")
 
-#: Name of the theorem Check.lean states; no dots, so no namespace opens while it elaborates.
+#: Name of the theorem the trusted judge (`Judge.lean`) adds to the replayed environment,
+#: `theorem <CHECK_THEOREM> : <SPEC_CONSTANT> := <the submission's theorem>`, checked by the kernel
+#: alone (no elaborator runs); a root-level name with no dots, so it lives in no namespace the
+#: submission could have declared things in.
 CHECK_THEOREM = "leanModAddProofCheck_statement_matches"
 SPEC_CONSTANT = "LeanCheckedNetwork.Net.Spec"
 

@@ -36,6 +36,10 @@ WEIGHTS_PATH = f"{PACKAGE_NAME}/Weights.lean"
 #: Each grade's own temporary directory (TMPDIR, and /tmp inside the sandbox), inside its grade
 #: directory so the disk cap counts it and removing the grade removes it.
 GRADE_TMP = "tmp"
+#: The judge's own /tmp, made after the build. The build's sandbox sees only the package and
+#: `tmp/` (where bwrap creates the mount points of the build's binds), never this directory, so
+#: nothing the build writes can stand on a path the judge's sandbox set-up uses.
+JUDGE_TMP = "judge-tmp"
 #: Where compiled modules go, relative to the package root (Lake's layout).
 LIB_DIR = ".lake/build/lib/lean"
 #: In the verdict directory: the judge's only search-path entry besides the toolchain (the trusted
@@ -86,14 +90,19 @@ def verdict_output(module: str, ext: str) -> str:
     return f"{VERDICT_SUBMISSION}/{module.rsplit('.', 1)[-1]}.{ext}"
 
 
-def compile_argv(lean: str, module: str, options: tuple[str, ...] = ()) -> list[str]:
+def compile_argv(lean: str, module: str, options: tuple[str, ...] = (), *, threads: int = 1) -> list[str]:
     """Compile one module with the toolchain's `lean`, Lake's output layout, JSON messages (pure).
 
-    Flags from lean4 src/Lean/Shell.lean (`displayHelp`, `ShellOptions.process`): `--json` one
-    message per line, `-D name=value` an option, `-o`/`-i` the .olean/.ilean to write. The module
-    name comes from the file's path under the working directory (`-R` defaults to it)."""
+    Flags from lean4 src/Lean/Shell.lean (`displayHelp`, `ShellOptions.process`) and
+    src/util/shell.cpp (getopt `j:`, `{"threads", required_argument, 0, 'j'}`): `-j N` the task
+    manager's threads (else the hardware concurrency: LEAN_NUM_THREADS is read only by compiled
+    executables), `--json` one message per line, `-D name=value` an option, `-o`/`-i` the
+    .olean/.ilean to write. The module name comes from the file's path under the working
+    directory (`-R` defaults to it)."""
     return [
         lean,
+        "-j",
+        str(threads),
         "--json",
         *options,
         "-o",
@@ -233,8 +242,16 @@ def make_verdict_dir(
 ) -> list[str]:
     """Assemble the only files the verdict stage sees: the trusted outputs from `trusted_root`
     (each checked against the manifest), the submission's outputs from `build_root`, and the
-    judge program. Returns the relative paths written; VerdictDirError says what went wrong."""
-    verdict.mkdir(mode=0o755)
+    judge program, and the judge's fresh /tmp beside it. Returns the relative paths written;
+    VerdictDirError says what went wrong. Either directory existing already means the build
+    wrote outside its package (only possible unsandboxed): the submission's doing, a verdict."""
+    for fresh, mode in ((verdict.parent / JUDGE_TMP, 0o700), (verdict, 0o755)):
+        try:
+            fresh.mkdir(mode=mode)
+        except FileExistsError:
+            raise VerdictDirError(
+                f"{fresh.name} exists already: the build wrote outside its package"
+            ) from None
     written: list[str] = []
     for rel, digest in sorted(manifest.items()):
         if is_trusted(rel) and rel.startswith(LIB_DIR + "/"):

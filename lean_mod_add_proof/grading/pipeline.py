@@ -26,7 +26,15 @@ from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.axioms import check_axioms
 from lean_mod_add_proof.grading.extract import extract_submission
 from lean_mod_add_proof.grading.guard import check_guard
-from lean_mod_add_proof.grading.judge import JudgeOutputError, judge_argv, parse_judge_output, replay_started
+from lean_mod_add_proof.grading.judge import (
+    JUDGE_OUTPUT_CAP,
+    JudgeOutputError,
+    interpreted_judge,
+    judge_argv,
+    output_lines,
+    parse_judge_output,
+    replay_started,
+)
 from lean_mod_add_proof.grading.lean_names import (
     ALLOWED_IMPORTS,
     CHECK_THEOREM,
@@ -38,6 +46,9 @@ from lean_mod_add_proof.grading.lean_names import (
     theorem_name,
 )
 from lean_mod_add_proof.grading.messages import error_messages
+from lean_mod_add_proof.grading.native_judge import BUILD_MEMORY_MB as NATIVE_JUDGE_BUILD_MEMORY_MB
+from lean_mod_add_proof.grading.native_judge import NativeJudge, NoNativeJudge, ensure_native_judge, unchanged
+from lean_mod_add_proof.grading.native_judge import forget as forget_native_judge
 from lean_mod_add_proof.grading.process import (
     CommandOutcome,
     Limits,
@@ -46,7 +57,7 @@ from lean_mod_add_proof.grading.process import (
     kill_dead_graders_processes,
     run_command,
 )
-from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
+from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, JudgeMode, Stage
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, decide_sandbox, host_layout, probe_sandbox
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
@@ -62,6 +73,11 @@ SKIP_KERNEL_OPTION = "-Ddebug.skipKernelTC=true"
 LEAN_ERRORS_KEPT = 10
 #: Memory cap floor for compiling the task's own trusted files.
 PREBUILD_MEMORY_MB = 2048
+#: The judge's own fixed cost, added to `memory_mb` for the judge alone so that the cap bounds
+#: what the submission adds. Estimates, not measurements (no Lean ran here): `lean --run` with
+#: `import Lean` elaborates the judge and loads all of Lean (about 1 GB, read in the sources);
+#: the native judge loads only Init and the task's two modules. `calibrate` reports the real peak.
+JUDGE_MEMORY_MB: dict[str, int] = {"interpreted": 1536, "native": 512}
 SANDBOX_FIX = (
     "install bubblewrap (`apt-get install bubblewrap`), or set sandbox=off to accept running "
     "untrusted code unsandboxed"
@@ -112,7 +128,7 @@ def summarize_output(text: str) -> str:
     """The most telling line of a failed command's output: the first error, else the last line."""
     if errors := error_messages(text):
         return one_line(errors[0])
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = output_lines(text)
     for ln in lines:
         if "error" in ln.lower():
             return one_line(ln)
@@ -142,13 +158,26 @@ class _Env:
     sandboxed: bool
     bwrap: str | None
     prlimit: str
+    judge: NativeJudge | None = None
+    """The compiled judge, when it built and starts; None: `lean --run Judge.lean`."""
+    judge_note: str = ""
+    """Why the judge runs interpreted (empty when native, or when native_judge is off)."""
 
-    def limits(self, grade_dir: Path, *, trusted: bool = False) -> Limits:
-        """The per-grade caps. The trusted prebuild gets at least PREBUILD_MEMORY_MB, so a small
-        cap meant for submissions cannot turn into "the task's own files do not build"."""
+    @property
+    def judge_mode(self) -> JudgeMode:
+        return "native" if self.judge is not None else "interpreted"
+
+    def limits(
+        self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
+    ) -> Limits:
+        """The per-grade caps. The trusted prebuild gets at least PREBUILD_MEMORY_MB (or
+        `memory_floor_mb`), so a small cap meant for submissions cannot turn into "the task's own
+        files do not build"; the judge gets `memory_extra_mb` on top, its own fixed cost, so the
+        cap bounds what the submission adds."""
         c = self.config
+        floor = max(PREBUILD_MEMORY_MB, memory_floor_mb) if trusted else 0
         return Limits(
-            memory_mb=max(c.memory_mb, PREBUILD_MEMORY_MB) if trusted else c.memory_mb,
+            memory_mb=max(c.memory_mb + memory_extra_mb, floor),
             max_processes=c.max_processes,
             max_disk_mb=c.max_disk_mb,
             max_file_mb=c.max_file_mb,
@@ -166,14 +195,20 @@ class _Env:
         grade_dir: Path,
         writable: bool,
         trusted: bool = False,
+        tmp_name: str = pkgmod.GRADE_TMP,
+        output_cap_bytes: int | None = None,
+        extra_readonly: Sequence[Path] = (),
+        memory_floor_mb: int = 0,
+        memory_extra_mb: int = 0,
     ) -> CommandOutcome:
         """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
         binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
-        Temporary files go to the grade's own `tmp/` (bound as /tmp in the sandbox), so the disk
-        cap counts them and nothing is left on the host."""
-        tmp_dir = grade_dir / pkgmod.GRADE_TMP
+        Temporary files go to the grade's own `tmp_name` directory (bound as /tmp in the
+        sandbox), so the disk cap counts them and nothing is left on the host."""
+        tmp_dir = grade_dir / tmp_name
         env = child_env(cwd, self.toolchain.dir / "bin", tmpdir=Path("/tmp") if self.sandboxed else tmp_dir)
         env["LEAN_PATH"] = pkgmod.lean_path(self.toolchain.dir, *search_path)
+        env["LEAN_NUM_THREADS"] = str(self.config.threads)  # read by compiled executables only
         full = list(argv)
         if self.sandboxed:
             assert self.bwrap is not None
@@ -181,6 +216,7 @@ class _Env:
                 ro = [cwd / r for r in pkgmod.SANDBOX_READONLY if (cwd / r).exists()]
             else:
                 ro = [cwd]  # a later bind over the same path wins: the whole directory read-only
+            ro += list(extra_readonly)
             full = (
                 bwrap_argv(
                     self.bwrap,
@@ -199,9 +235,11 @@ class _Env:
             cwd=cwd,
             env=env,
             deadline=deadline,
-            output_cap_bytes=self.config.output_cap_bytes,
+            output_cap_bytes=output_cap_bytes or self.config.output_cap_bytes,
             tail_chars=self.config.tail_chars,
-            limits=self.limits(grade_dir, trusted=trusted),
+            limits=self.limits(
+                grade_dir, trusted=trusted, memory_floor_mb=memory_floor_mb, memory_extra_mb=memory_extra_mb
+            ),
             prlimit=self.prlimit,
             sandboxed=self.sandboxed,
             record_argv=argv,
@@ -308,6 +346,45 @@ class _Grade:
         self.result.sandboxed = use
         return _Env(found, self.config, use, probe.bwrap if probe else None, prlimit)
 
+    async def prepare_judge(self, env: _Env) -> None:
+        """The compiled judge for this toolchain (built once, verified once per process), else
+        the reason grading uses `lean --run Judge.lean`. Never a verdict: no submission is
+        involved, and an interpreted judge grades just as well."""
+        if not self.config.native_judge:
+            self.result.judge_mode = env.judge_mode
+            return
+        cache_root = cachemod.cache_root(self.config.cache_dir)
+
+        async def run_trusted(
+            argv: Sequence[str], cwd: Path, deadline: float, writable: bool, extra_readonly: Sequence[Path]
+        ) -> CommandOutcome:
+            scratch = workdirs.new_grade_dir(self.config.work_root)
+            try:
+                (scratch / pkgmod.GRADE_TMP).mkdir(0o700)
+                return await env.run(
+                    "toolchain",
+                    argv,
+                    cwd,
+                    deadline,
+                    search_path=[],
+                    grade_dir=scratch,
+                    writable=writable,
+                    trusted=True,
+                    extra_readonly=extra_readonly,
+                    memory_floor_mb=NATIVE_JUDGE_BUILD_MEMORY_MB,
+                )
+            finally:
+                workdirs.remove_tree(scratch)
+
+        found = await ensure_native_judge(env.toolchain, cache_root, self.config.threads, run_trusted)
+        self.result.commands.extend(found.records)  # only on the grade that built or first checked it
+        if isinstance(found, NoNativeJudge):
+            env.judge_note = found.reason
+            self.result.judge_note = found.reason
+        else:
+            env.judge = found
+        self.result.judge_mode = env.judge_mode
+
     async def compile(
         self,
         env: _Env,
@@ -323,7 +400,7 @@ class _Grade:
         await workdirs.run_in_thread(
             (where / pkgmod.module_output(module, "olean")).parent.mkdir, parents=True, exist_ok=True
         )
-        argv = pkgmod.compile_argv(str(env.toolchain.lean), module, options)
+        argv = pkgmod.compile_argv(str(env.toolchain.lean), module, options, threads=self.config.threads)
         assert self.grade_dir is not None
         return await env.run(
             "build",
@@ -433,8 +510,21 @@ class _Grade:
         or prints no well-formed verdict, means "could not judge"."""
         self.begin("leanchecker")
         assert self.grade_dir is not None
+        extra_readonly: list[Path] = []
+        if env.judge is not None:
+            # Sandboxed, no build can reach the cache, so the identity check suffices; unsandboxed
+            # it could have, so the executable is hashed again in full.
+            if not await asyncio.to_thread(unchanged, env.judge, rehash=not env.sandboxed):
+                forget_native_judge(env.judge)
+                why = "the cached native judge changed after it was verified"
+                # Only an unsandboxed build can reach the cache: then it is the submission's doing.
+                raise _not_judged("leanchecker", why) if env.sandboxed else _Failed("leanchecker", why)
+            program = [str(env.judge.path)]
+            extra_readonly.append(env.judge.path.parent)
+        else:
+            program = interpreted_judge(str(env.toolchain.lean), self.config.threads)
         argv = judge_argv(
-            str(env.toolchain.lean),
+            program,
             submission_module=SUBMISSION_MODULE,
             theorem=theorem_name(self.task.p),
             spec=SPEC_CONSTANT,
@@ -452,6 +542,10 @@ class _Grade:
                 search_path=[self.verdict_dir / pkgmod.VERDICT_LIB],
                 grade_dir=self.grade_dir,
                 writable=False,
+                tmp_name=pkgmod.JUDGE_TMP,
+                output_cap_bytes=max(JUDGE_OUTPUT_CAP, self.config.output_cap_bytes),
+                extra_readonly=extra_readonly,
+                memory_extra_mb=JUDGE_MEMORY_MB[env.judge_mode],
             )
         )
         if out.timed_out or out.limit_exceeded:
@@ -478,6 +572,10 @@ class _Grade:
         self.begin("statement")
         if report.verdict == "statement":
             raise _Failed("statement", f"statement check: {report.reason}")
+        if report.verdict != "ok":  # accepted only by name: a verdict added later is not a pass
+            raise _not_judged(
+                "statement", f"the judge gave a verdict the grader does not know: {report.verdict}"
+            )
         self.begin("axioms")
         self.result.axioms = sorted(report.axioms)
         self.result.check_axioms = sorted(report.check_axioms)
@@ -532,6 +630,7 @@ async def grade(
     try:
         await g.guard(submission, skip_guard)
         env = await g.locate()
+        await g.prepare_judge(env)
         if not skip_selftest:
             await g.selftest(env)
         limit = config.max_concurrent or os.cpu_count() or 1

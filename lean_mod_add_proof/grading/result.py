@@ -12,6 +12,7 @@ Stage = Literal["extract", "guard", "toolchain", "build", "leanchecker", "statem
 STAGES: tuple[Stage, ...] = ("extract", "guard", "toolchain", "build", "leanchecker", "statement", "axioms")
 
 AxiomsMode = Literal["subset", "exact"]
+JudgeMode = Literal["native", "interpreted"]
 SandboxMode = Literal["auto", "on", "off"]
 
 
@@ -22,7 +23,7 @@ class GraderSettings(BaseModel):
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
-    timeout_s: float = Field(300.0, gt=0)
+    timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
     """One deadline, in seconds, for build, replay and check together."""
     axioms_mode: AxiomsMode = "subset"
     """`subset`: any of propext, Classical.choice, Quot.sound; `exact`: all three and nothing else."""
@@ -40,6 +41,11 @@ class GraderSettings(BaseModel):
     """Largest file a Lean process may write, in MiB (a bigger write kills the process)."""
     max_concurrent: int | None = Field(None, ge=1)
     """How many grades may run Lean at once in this process (default: the number of cores)."""
+    threads: int = Field(1, ge=1, le=256)
+    """Threads each Lean process of a grade may use (`lean -j`; LEAN_NUM_THREADS for the judge)."""
+    native_judge: bool = True
+    """Compile the judge once per toolchain and run it natively (else, or if it cannot be built,
+    `lean --run Judge.lean` on every grade)."""
     sandbox: SandboxMode = "on"
     """Run Lean under bubblewrap: `on` requires it, `off` runs untrusted code unsandboxed, `auto`
     uses it when it works."""
@@ -128,6 +134,10 @@ class GradeResult(BaseModel):
     package_dir: str | None = None
     """Set when the package directory was kept."""
     toolchain: str | None = None
+    judge_mode: JudgeMode | None = None
+    """Which judge decided: the compiled executable, or `lean --run Judge.lean`."""
+    judge_note: str = ""
+    """Why the judge ran interpreted although native_judge is on (the build or start-up failed)."""
     peak_memory_mb: int = 0
     """Largest summed resident memory seen over the grade's commands, in MiB."""
     lean_errors: list[str] = Field(default_factory=list)

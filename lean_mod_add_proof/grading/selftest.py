@@ -180,7 +180,9 @@ def judge_canary(c: Canary, res: GradeResult, grade_dir: Path | None) -> str | N
         wrong = res.accepted or not (right_rejection or tolerated)
     if wrong:
         return _got(res)
-    if grade_dir is not None and (grade_dir / pkgmod.GRADE_TMP / INIT_MARKER).exists():
+    if grade_dir is not None and any(
+        (grade_dir / tmp / INIT_MARKER).exists() for tmp in (pkgmod.GRADE_TMP, pkgmod.JUDGE_TMP)
+    ):
         return "accepted, but its initializer ran while the verdict was reached"
     return None
 

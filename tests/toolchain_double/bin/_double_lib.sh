@@ -36,3 +36,25 @@ resolve() {
     done
     IFS=$old_ifs
 }
+
+# ascii_only: stdin to stdout with every character below 0x20 (but the newline) or at or above
+# 0x7F written as a JSON \uXXXX escape (a surrogate pair above 0xFFFF), as Judge.lean's
+# `asciiOnly` prints its verdict line.
+ascii_only() {
+    python3 -c '
+import sys
+def esc(n):
+    return "\\u%04x" % n
+out = []
+for c in sys.stdin.read():
+    n = ord(c)
+    if c == "\n" or 0x20 <= n < 0x7F:
+        out.append(c)
+    elif n < 0x10000:
+        out.append(esc(n))
+    else:
+        m = n - 0x10000
+        out.append(esc(0xD800 + m // 1024) + esc(0xDC00 + m % 1024))
+sys.stdout.write("".join(out))
+'
+}

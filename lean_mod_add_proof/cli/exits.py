@@ -1,0 +1,29 @@
+"""The one exit-code scheme of every `lean-mod-add-proof` command, written down once.
+
+- 0 `EXIT_OK`: accepted, passed, ready, done;
+- 1 `EXIT_PROBLEM`: rejected, or the command ran and found a problem (a doctor check, a failed
+  canary, a cache entry not built, an install that failed);
+- 2 `EXIT_USAGE`: a usage error (bad flag or setting, unknown task, unreadable file); argparse's
+  own errors are 2 as well;
+- 3 `EXIT_NOT_JUDGED`: could not judge, or could not check at all (no Lean toolchain here, so
+  nothing was graded, measured, built or checked).
+
+The grade verdicts (0, 1, 3) are the grader's own (`grading.result.verdict_exit_code`, which the
+runtime read-back checks against too); this module only adds the usage code and the wording.
+"""
+
+from __future__ import annotations
+
+from lean_mod_add_proof.grading.result import EXIT_ACCEPTED, EXIT_NOT_JUDGED, EXIT_REJECTED
+
+EXIT_OK = EXIT_ACCEPTED
+EXIT_PROBLEM = EXIT_REJECTED
+EXIT_USAGE = 2
+
+__all__ = ["EXIT_HELP", "EXIT_NOT_JUDGED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE"]
+
+#: The scheme in one line, shown at the end of every command's --help.
+EXIT_HELP = (
+    f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} rejected or a problem found; {EXIT_USAGE} usage error; "
+    f"{EXIT_NOT_JUDGED} could not judge (e.g. no Lean toolchain: nothing was checked)"
+)

@@ -1,0 +1,182 @@
+"""Sub-command `lean-check` (`make lean-check` calls it): everything a machine with the pinned Lean
+toolchain should run first, in one report to paste into an issue. In order: `doctor`, the
+self-test's canaries, the Lean integration tests (`pytest -m lean`, from a repository checkout
+only: they are not in the wheel), and `calibrate` on the smallest, a middle and the largest task.
+
+Exit status: 0 when every part that ran passed (the summary names any part that did not run,
+such as the integration tests outside a checkout); 3 when there is no toolchain (nothing was
+checked); 1 otherwise. Nothing here is faked: without Lean it says so and checks nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.settings import add_grader_flags
+from lean_mod_add_proof.grading.result import GraderSettings, flag_name
+from lean_mod_add_proof.grading.toolchain import TOOLCHAIN_ENV
+
+CLI = [sys.executable, "-m", "lean_mod_add_proof.cli"]
+PASSED, FAILED, NOT_RUN = "passed", "FAILED", "not run"
+#: Where the Lean integration tests live in a checkout, relative to its root.
+INTEGRATION_TESTS = Path("tests") / "test_lean_integration.py"
+
+
+def run(argv: list[str], timeout: float, cwd: Path | None = None, env: dict | None = None) -> tuple[int, str]:
+    try:
+        done = subprocess.run(
+            argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return 124, f"(timed out after {timeout:.0f} s)"
+    return done.returncode, done.stdout + done.stderr
+
+
+def three_tasks() -> list[str]:
+    """The tasks with the least, a middle and the most kernel work."""
+    from lean_mod_add_proof.dataset.tasks import load_tasks
+
+    records = sorted(load_tasks(), key=lambda r: (r.kernel_mul_adds, r.id))
+    return [records[0].id, records[len(records) // 2].id, records[-1].id]
+
+
+def setting_flags(args: argparse.Namespace) -> list[str]:
+    """The grader flags given to lean-check, passed on to each command it runs (pure)."""
+    flags: list[str] = []
+    for name, field in GraderSettings.model_fields.items():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        flags += [flag_name(name)] if field.annotation is bool else [flag_name(name), str(value)]
+    return flags
+
+
+def find_checkout(start: Path) -> Path | None:
+    """The repository checkout holding the integration tests: `start` or a parent (pure apart
+    from looking at files)."""
+    for root in (start, *start.parents):
+        if (root / INTEGRATION_TESTS).is_file():
+            return root
+    return None
+
+
+def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
+    """(exit code, report lines)."""
+    started = time.time()
+    flags = setting_flags(args)
+    lines = ["# lean-mod-add-proof: `lean-mod-add-proof lean-check` report", ""]
+    lines.append(f"- machine: {platform.platform()}, Python {platform.python_version()}")
+    code, out = run([*CLI, "doctor", "--json", *flags], 120)
+    try:
+        doctor = json.loads(out[out.index("{") :])
+    except ValueError:
+        lines += ["", "**`doctor --json` printed no report:**", "```", out[-3000:], "```"]
+        return EXIT_PROBLEM, lines
+    if "error" in doctor:
+        lines += ["", f"**doctor refused the settings:** {doctor['error']}"]
+        return EXIT_USAGE, lines
+    for check in doctor.get("checks", []):
+        lines.append(f"- {check['name']}: {'ok' if check['ok'] else 'NO'} — {check['detail']}")
+    if not any(c["name"] == "lean" for c in doctor.get("checks", [])):
+        lines += [
+            "",
+            "**No Lean toolchain here: nothing was checked.** Install it with "
+            "`lean-mod-add-proof install-lean` (`make lean` in a checkout), then run this again.",
+        ]
+        return EXIT_NOT_JUDGED, lines
+    results: dict[str, str] = {}  # part -> passed / FAILED / not run
+
+    code, out = run([*CLI, "doctor", "--selftest", "--json", *flags], 3600)
+    lines += ["", "## Self-test (canaries through the real pipeline)", ""]
+    try:
+        report = json.loads(out[out.index("{") :])
+        for c in report["canaries"]:
+            lines.append(
+                f"- {'ok' if c['passed'] else 'FAILED'} {c['name']}: expected {c['expected']}; got {c['got']}"
+            )
+        results["self-test"] = PASSED if report["passed"] else FAILED
+    except (ValueError, KeyError):
+        lines.append("```\n" + out[-3000:] + "\n```")
+        results["self-test"] = FAILED
+
+    lines += ["", "## Lean integration tests", ""]
+    checkout = args.checkout or find_checkout(Path.cwd())
+    if checkout is None or not (checkout / INTEGRATION_TESTS).is_file():
+        lines.append(
+            f"not run: {INTEGRATION_TESTS} is not here (it ships with the repository, not the wheel); "
+            "run `make lean-check` in a clone to include them"
+        )
+        results["integration tests"] = NOT_RUN
+    else:
+        env = dict(os.environ)
+        if args.toolchain_dir is not None:  # the tests locate the toolchain themselves
+            env[TOOLCHAIN_ENV] = str(Path(args.toolchain_dir).expanduser().absolute())
+        argv = [sys.executable, "-m", "pytest", "-m", "lean", "-q", "-rs", "--no-header"]
+        argv += ["-p", "no:cacheprovider", str(INTEGRATION_TESTS)]
+        code, out = run(argv, 7200, cwd=checkout, env=env)
+        lines += ["```", *out.strip().splitlines()[-40:], "```"]
+        # pytest's 5: no test ran (all skipped at collection, e.g. the toolchain is the test double)
+        results["integration tests"] = PASSED if code == 0 else (NOT_RUN if code == 5 else FAILED)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out_json = Path(tmp) / "timings.json"
+        argv = [*CLI, "calibrate", "--out", str(out_json), *flags]
+        for task in three_tasks():
+            argv += ["--task", task]
+        code, out = run(argv, 7200)
+        lines += ["", "## Calibration (reference proofs)", ""]
+        if out_json.is_file():
+            data = json.loads(out_json.read_text())
+            lines.append(f"toolchain: {data['toolchain']}")
+            lines.append("")
+            lines.append("| task | kernel mul-adds | verdict | build s | replay s | total s | peak MiB |")
+            lines.append("|---|---:|---|---:|---:|---:|---:|")
+            for row in data["tasks"]:
+                verdict = "accepted" if row["accepted"] else ("rejected" if row["judged"] else "not judged")
+                lines.append(
+                    f"| {row['task']} | {row['kernel_mul_adds']:,} | {verdict} | "
+                    f"{row['stage_seconds'].get('build', 0):.1f} | {row['kernel_replay_seconds'] or 0:.1f} | "
+                    f"{row['grader_seconds']:.1f} | {row['peak_memory_mb']} |"
+                )
+        else:
+            lines.append("```\n" + out[-3000:] + "\n```")
+        results["calibration"] = PASSED if code == 0 else FAILED
+
+    lines += ["", "## Summary", ""]
+    lines += [f"- {name}: {status}" for name, status in results.items()]
+    lines.append(f"- took {time.time() - started:.0f} s")
+    return (EXIT_PROBLEM if FAILED in results.values() else EXIT_OK), lines
+
+
+def cmd_lean_check(args: argparse.Namespace) -> int:
+    code, lines = lean_check(args)
+    print("\n".join(lines))
+    return code
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser(
+        "lean-check",
+        help="on a machine with Lean: doctor, the self-test, the Lean integration tests and calibration, "
+        "as one report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--checkout",
+        type=Path,
+        default=None,
+        help="the repository checkout whose tests/test_lean_integration.py to run "
+        "(default: the current directory or a parent)",
+    )
+    add_grader_flags(p)
+    p.set_defaults(handler=cmd_lean_check)

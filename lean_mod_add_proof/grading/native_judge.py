@@ -1,0 +1,212 @@
+"""The judge as a native executable, built once per toolchain in a trusted step.
+
+`lean --run Judge.lean` elaborates `import Lean` and the whole judge on every grade (seconds,
+and about a gigabyte of its own). Instead, the first grade of a process compiles `Judge.lean`
+once with the toolchain's own tools, with no submission anywhere near:
+
+    lean -j 1 -c Judge.c Judge.lean      (`-c, --c=fname`: src/Lean/Shell.lean, src/util/shell.cpp)
+    leanc -O3 -DNDEBUG -o judge Judge.c  (`leanc` links Init/Std/Lean statically: src/Leanc.lean)
+
+The generated `main` runs every built-in initializer of Init, Std and Lean before the judge's
+own `main` (`lean_initialize`, src/Lean/Compiler/IR/EmitC.lean), which is all `importModules`
+needs; the judge sets its own search path. No Lake runs, and nothing here is reachable from a
+grade's build.
+
+The executable is kept as a cache entry (`judge-<key>/package/judge`, the same verified,
+atomically installed entries as the Network/Weights prebuild), keyed by the toolchain and the
+judge's source. It is hashed in full when a process first uses it; after that each grade checks
+that the file is still the very inode it hashed, unchanged (device, inode, size, mtime, ctime:
+a write or chmod moves ctime, which no unprivileged process can set back). Unsandboxed, where a
+build can reach the cache, it is re-hashed in full before every use.
+
+If the build fails, or the executable does not start (`judge` without arguments must refuse
+them the way Judge.lean's `main` does), grading falls back to `lean --run Judge.lean`: every
+result says which ran (`judge_mode`), and the self-test runs the mode that grades.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import os
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_mod_add_proof.grading import cache as cachemod
+from lean_mod_add_proof.grading.hashing import sha256_file
+from lean_mod_add_proof.grading.package import JUDGE_FILE, JUDGE_SOURCE_PATH
+from lean_mod_add_proof.grading.process import CommandOutcome
+from lean_mod_add_proof.grading.result import CommandRecord
+from lean_mod_add_proof.grading.toolchain import Toolchain
+
+#: Bump when the build commands change: old executables stop matching.
+BUILD_VERSION = "1"
+C_FILE = "Judge.c"
+EXECUTABLE = "judge"
+#: What `main` says when it is given no arguments (Judge.lean): the start-up check looks for it.
+NO_ARGUMENTS_REPLY = "judge: --olean, --theorem, --spec and --check are required"
+#: The trusted build's own limits: compiling a program that imports Lean, then a static link.
+BUILD_TIMEOUT_S = 900.0
+BUILD_MEMORY_MB = 4096
+
+#: Runs one trusted command: (argv, cwd, deadline, cwd writable, extra read-only paths) ->
+#: outcome. The pipeline supplies it: the grades' sandbox and caps, a scratch /tmp of its own,
+#: and at least BUILD_MEMORY_MB of memory.
+RunTrusted = Callable[[Sequence[str], Path, float, bool, Sequence[Path]], Awaitable[CommandOutcome]]
+
+
+@dataclass(frozen=True)
+class NativeJudge:
+    """A verified judge executable."""
+
+    path: Path
+    sha256: str
+    ident: tuple[int, int, int, int, int]
+    """(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) when it was hashed."""
+    records: tuple[CommandRecord, ...] = ()
+    """The commands that built or checked it, in the process that did."""
+
+
+@dataclass(frozen=True)
+class NoNativeJudge:
+    """Why grading runs `lean --run Judge.lean` instead."""
+
+    reason: str
+    records: tuple[CommandRecord, ...] = ()
+
+
+def build_argvs(toolchain: Toolchain, threads: int) -> list[list[str]]:
+    """The two trusted build commands, run in the directory holding Judge.lean (pure)."""
+    lean = str(toolchain.lean)
+    leanc = str(toolchain.dir / "bin" / "leanc")
+    return [
+        [lean, "-j", str(threads), "-c", C_FILE, JUDGE_FILE],
+        [leanc, "-O3", "-DNDEBUG", "-o", EXECUTABLE, C_FILE],
+    ]
+
+
+def build_key(toolchain: Toolchain, judge_source: bytes) -> str:
+    """The cache key of the executable: toolchain, judge source and build commands (pure)."""
+    h = hashlib.sha256()
+    for part in (BUILD_VERSION, toolchain.version, str(toolchain.dir)):
+        h.update(part.encode() + b"\0")
+    h.update(hashlib.sha256(judge_source).digest())
+    return "judge-" + h.hexdigest()[:40]
+
+
+def missing_executable(manifest: dict[str, str] | object) -> list[str]:
+    """The entry must hold the executable (pure; the cache's `OutputsMissing`)."""
+    return [] if isinstance(manifest, dict) and EXECUTABLE in manifest else ["judge executable"]
+
+
+def stat_ident(path: Path) -> tuple[int, int, int, int, int]:
+    st = os.stat(path, follow_symlinks=False)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def unchanged(judge: NativeJudge, *, rehash: bool) -> bool:
+    """Whether the executable is still exactly what was verified (blocking: run it in a thread)."""
+    try:
+        if stat_ident(judge.path) != judge.ident:
+            return False
+        return not rehash or sha256_file(judge.path) == judge.sha256
+    except OSError:
+        return False
+
+
+def started_as_expected(outcome: CommandOutcome) -> str | None:
+    """None when the executable ran and refused empty arguments as Judge.lean's `main` does
+    (pure); else what happened instead."""
+    rec = outcome.record
+    if outcome.limit_exceeded:
+        return f"it stopped: {outcome.limit_exceeded}"
+    if outcome.timed_out:
+        return "it timed out"
+    if rec.signal is not None:
+        return f"it was killed by signal {rec.signal}"
+    if rec.exit_code == 0 or NO_ARGUMENTS_REPLY not in outcome.text:
+        return f"it answered no arguments with exit {rec.exit_code}: {outcome.text.strip()[-200:]!r}"
+    return None
+
+
+_memo: dict[tuple[str, str], NativeJudge | NoNativeJudge] = {}
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def forget(judge: NativeJudge | None = None) -> None:
+    """Drop what this process knows (all of it, or one executable found changed)."""
+    for key, known in list(_memo.items()):
+        if judge is None or known == judge:
+            del _memo[key]
+
+
+async def ensure_native_judge(
+    toolchain: Toolchain, cache_root: Path, threads: int, run: RunTrusted
+) -> NativeJudge | NoNativeJudge:
+    """The verified executable for this toolchain, building it on first use; else why not.
+    Remembered for the life of the process (a failure too: the next process tries again)."""
+    source = JUDGE_SOURCE_PATH.read_bytes()
+    key = (str(cache_root), build_key(toolchain, source))
+    if (known := _memo.get(key)) is not None:
+        return known
+    per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
+    async with per_loop.setdefault(key, asyncio.Lock()):
+        if (known := _memo.get(key)) is not None:
+            return known
+        found = await _build_or_load(toolchain, cache_root, key[1], source, threads, run)
+        _memo[key] = dataclasses.replace(found, records=())  # the commands go on one grade only
+        return found
+
+
+async def _build_or_load(
+    toolchain: Toolchain, cache_root: Path, key: str, source: bytes, threads: int, run: RunTrusted
+) -> NativeJudge | NoNativeJudge:
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+
+    async def prebuild(where: Path) -> cachemod.PrebuildOutcome:
+        records: list[CommandRecord] = []
+        for argv in build_argvs(toolchain, threads):
+            out = await run(argv, where, deadline, True, ())
+            records.append(out.record)
+            if out.timed_out or out.limit_exceeded or out.record.exit_code != 0:
+                why = out.limit_exceeded or ("timed out" if out.timed_out else f"exit {out.record.exit_code}")
+                tail = " ".join(out.text.split())[-300:]
+                return cachemod.PrebuildOutcome(
+                    False, f"`{Path(argv[0]).name}` failed ({why}): {tail}", records
+                )
+        return cachemod.PrebuildOutcome(True, "", records)
+
+    try:
+        entry = await cachemod.ensure_entry(
+            cache_root,
+            key,
+            {JUDGE_FILE: source},
+            prebuild,
+            deadline=deadline,
+            outputs_missing=missing_executable,  # type: ignore[arg-type]
+        )
+    except cachemod.PrebuildFailed as exc:
+        return NoNativeJudge(f"the native judge did not build: {exc.reason}", tuple(exc.records))
+    except cachemod.CacheUnusable as exc:
+        return NoNativeJudge(f"the native judge could not be cached: {exc.reason}", tuple(exc.records))
+    path = entry.package / EXECUTABLE
+    records = list(entry.records)
+    try:
+        ident = await asyncio.to_thread(stat_ident, path)
+    except OSError as exc:
+        return NoNativeJudge(f"the native judge vanished: {exc.strerror}", tuple(records))
+    judge = NativeJudge(path, entry.manifest[EXECUTABLE], ident)
+    # `ensure_entry` re-hashed the whole entry; a change since shows in the identity.
+    if not await asyncio.to_thread(unchanged, judge, rehash=True):
+        return NoNativeJudge("the native judge changed while it was being checked", tuple(records))
+    out = await run([str(path)], path.parent, deadline, False, (path.parent,))
+    records.append(out.record)
+    if (problem := started_as_expected(out)) is not None:
+        return NoNativeJudge(f"the native judge does not run here: {problem}", tuple(records))
+    return NativeJudge(path, judge.sha256, judge.ident, tuple(records))

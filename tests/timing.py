@@ -1,0 +1,51 @@
+"""Wall-clock checks that hold on a loaded machine: a ratio of two timings taken side by side,
+never an absolute bound (issue 18: absolute bounds failed under load).
+
+Every test that uses this module has `time_is_linear` in its name, so that mutation runs
+(`make mutate`, which slows every call) can leave them out with `-k "not time_is_linear"`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: Shortest time a small input's run is taken to last: below it the timer's noise dominates.
+FLOOR_S = 1e-3
+
+
+def _seconds(fn: Callable[[Any], object], arg: Any) -> float:
+    started = time.perf_counter()
+    fn(arg)
+    return time.perf_counter() - started
+
+
+def assert_time_is_linear(
+    fn: Callable[[Any], object],
+    small: Any,
+    large: Any,
+    *,
+    scale: float,
+    attempts: int = 3,
+    repeats: int = 3,
+) -> None:
+    """`fn(large)` takes at most `2.5 * scale` times as long as `fn(small)`, where `large` is
+    `scale` times `small`: linear work gives about `scale`, quadratic `scale**2` (so `scale`
+    should be 8 or more). The two are timed alternately and the best of `repeats` runs of each
+    is compared, so a burst of load slows both or neither; a failing comparison is retried
+    `attempts` times, since load can still hit one side, but quadratic work fails every time."""
+    bound = 2.5 * scale
+    ratios = []
+    for _ in range(attempts):
+        best_small = best_large = float("inf")
+        for _ in range(repeats):
+            best_small = min(best_small, _seconds(fn, small))
+            best_large = min(best_large, _seconds(fn, large))
+        ratio = best_large / max(best_small, FLOOR_S)
+        if ratio < bound:
+            return
+        ratios.append(round(ratio, 1))
+    raise AssertionError(
+        f"{scale}x the input took {ratios}x the time (linear is about {scale}x, bound {bound}x)"
+    )
