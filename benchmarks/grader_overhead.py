@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from helpers import DOUBLE_DIR, double_config, grade_task, submission  # noqa: E402
 
 from lean_mod_add_proof.grading import package as pkgmod  # noqa: E402
-from lean_mod_add_proof.grading.pipeline import grade  # noqa: E402
+from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 from lean_mod_add_proof.grading.result import GradeResult  # noqa: E402
 from lean_mod_add_proof.grading.sandbox import probe_sandbox  # noqa: E402
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers import double_config, grade_task, processes_with, submission  # noqa: E402
 
-from lean_mod_add_proof.grading.pipeline import grade  # noqa: E402
+from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 
 MARK = f"soak{uuid.uuid4().hex[:10]}"
 

@@ -29,7 +29,7 @@ from lean_mod_add_proof.dataset.tasks import (
     weights_path,
 )
 from lean_mod_add_proof.feedback import feedback_message
-from lean_mod_add_proof.grading.pipeline import GradeTask, grade, grade_reply
+from lean_mod_add_proof.grading.grader import GradeTask, grade, grade_reply
 from lean_mod_add_proof.grading.process import find_prlimit
 from lean_mod_add_proof.grading.result import (
     GraderConfig,

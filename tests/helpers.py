@@ -7,8 +7,8 @@ import asyncio
 import json
 import os
 import random
-import time
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from lean_mod_add_proof.dataset.tasks import (
     task_id,
 )
 from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
-from lean_mod_add_proof.grading.pipeline import GradeTask, grade
+from lean_mod_add_proof.grading.grader import GradeTask, grade
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult
 from lean_mod_add_proof.grading.sandbox import probe_sandbox
 

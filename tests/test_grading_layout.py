@@ -11,7 +11,12 @@ import pytest
 from lean_mod_add_proof.constants import CHECK_THEOREM, SPEC_CONSTANT, SUBMISSION_MODULE, theorem_name
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import toolchain
-from lean_mod_add_proof.grading.judge import JudgeOutputError, interpreted_judge, judge_argv, parse_judge_output
+from lean_mod_add_proof.grading.judge import (
+    JudgeOutputError,
+    interpreted_judge,
+    judge_argv,
+    parse_judge_output,
+)
 from lean_mod_add_proof.grading.pipeline import JUDGE_IMPORTS, SKIP_KERNEL_OPTION
 from lean_mod_add_proof.grading.result import GradeResult
 

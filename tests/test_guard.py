@@ -404,7 +404,10 @@ def test_an_error_while_normalising_rejects_the_file(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(guardmod, "as_lean_file", broken)
     verdict = check_guard(reference_submission(7))
     assert not verdict.passed
-    assert verdict.reason == f"{INTERNAL_ERROR_REASON} (UnicodeError in normalising the text); the file is rejected"
+    assert (
+        verdict.reason
+        == f"{INTERNAL_ERROR_REASON} (UnicodeError in normalising the text); the file is rejected"
+    )
 
 
 def test_a_rule_after_a_failing_one_does_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -487,7 +490,8 @@ def test_neighbours_of_live_paths_pass(text: str) -> None:
 
 REASONS: list[tuple[str, str, str]] = [
     # (id, file text, the exact reason)
-    ("attribute-comment", with_body("attribute -- x\n[simp] y"), "a comment after 'attribute' on line 3 is not allowed"),
+    ("attribute-comment", with_body("attribute -- x\n[simp] y"),
+     "a comment after 'attribute' on line 3 is not allowed"),
     ("attribute-unterminated", with_body("@[simp def x := 1"), "unterminated attribute list on line 3"),
     ("attribute-comment-inside", with_body("@[simp -- ]\n] def x := 1"),
      "comment or string inside the attribute list on line 3"),
@@ -495,7 +499,8 @@ REASONS: list[tuple[str, str, str]] = [
      "attribute word 'tactic' on line 3 is not allowed (allowed: "
      + ", ".join(ALLOWED_ATTRIBUTE_WORDS) + ", numbers, and `grind` with its modifiers)"),
     ("option", with_body("set_option bogus true"), "option 'bogus' on line 3 is not allowed"),
-    ("option-name", with_body("set_option 1x true"), "cannot read the option name after 'set_option' on line 3"),
+    ("option-name", with_body("set_option 1x true"),
+     "cannot read the option name after 'set_option' on line 3"),
     ("named-value", with_body("def y := f (x := g)"),
      "'(x := ...)' on line 3 must have a literal value (`true`, `false`, a number, or "
      "`{ field := literal, ... }`): tactic options are compiled and run while the file builds "
@@ -504,7 +509,8 @@ REASONS: list[tuple[str, str, str]] = [
      "a comment inside '( ...' on line 3 is not allowed (it could hide a `(name := value)` option)"),
     ("module", f"module\n{HEADER}{PROOF}", "a 'module' header (line 1) is not allowed"),
     ("hash", with_body("#eval 1"), "forbidden command '#eval' on line 3 (allowed: #check, #print, #reduce)"),
-    ("word-in-run", with_body("def y := my_unsafe_x"), "forbidden word 'unsafe' (in 'my_unsafe_x') on line 3"),
+    ("word-in-run", with_body("def y := my_unsafe_x"),
+     "forbidden word 'unsafe' (in 'my_unsafe_x') on line 3"),
     ("word", with_body("def y := sorry"), "forbidden word 'sorry' on line 3"),
     ("nul", with_body("-- \x00"), "NUL character on line 3"),
     ("escape", with_body("-- «"), "identifier escape '«' on line 3 is not allowed"),

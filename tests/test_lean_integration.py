@@ -57,7 +57,7 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> GraderConfig:
 
 
 async def _grade(text: str, config: GraderConfig, *, skip_guard: bool = False, p: int = P) -> GradeResult:
-    from lean_mod_add_proof.grading.pipeline import grade
+    from lean_mod_add_proof.grading.grader import grade
 
     hidden = 8
     return await grade(text, _task(p, hidden), config, skip_guard=skip_guard)
@@ -86,7 +86,7 @@ async def test_reference_proofs_are_accepted_kernel_once(
     config: GraderConfig, proof, p: int, hidden: int
 ) -> None:
     # The build skips the kernel (-Ddebug.skipKernelTC=true); the judge's replay is the one check.
-    from lean_mod_add_proof.grading.pipeline import grade
+    from lean_mod_add_proof.grading.grader import grade
 
     res = await grade(proof(p), _task(p, hidden), config.model_copy(update={"timeout_s": 900}))
     print(f"p={p} H={hidden} {proof.__name__}: {res.stage_seconds}, peak {res.peak_memory_mb} MiB")
@@ -124,7 +124,7 @@ async def test_a_sorry_with_the_guard_skipped_fails_at_the_axiom_walk(config: Gr
 
 
 async def test_a_planted_import_is_rejected(config: GraderConfig) -> None:
-    from lean_mod_add_proof.grading.pipeline import grade
+    from lean_mod_add_proof.grading.grader import grade
 
     text = HEADER + "import LeanCheckedNetwork.Extra\n\n" + reference_submission(P).removeprefix(HEADER)
     res = await grade(

@@ -139,7 +139,7 @@ def test_a_killed_unsandboxed_graders_leftovers_are_swept_by_the_next(tmp_path: 
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
         from helpers import double_config, grade_task, submission
-        from lean_mod_add_proof.grading.pipeline import grade
+        from lean_mod_add_proof.grading.grader import grade
         asyncio.run(grade(submission("build spawn {mark}", "build sleep 60"), grade_task(),
                           double_config(Path({str(tmp_path)!r})), skip_selftest=True))
         """

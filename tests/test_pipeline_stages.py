@@ -24,7 +24,7 @@ from helpers import (
 
 from lean_mod_add_proof.constants import theorem_name
 from lean_mod_add_proof.grading import pipeline, sandbox, workdirs
-from lean_mod_add_proof.grading.pipeline import grade, grade_reply
+from lean_mod_add_proof.grading.grader import grade, grade_reply
 
 
 async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
@@ -43,7 +43,7 @@ async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
     assert Path(build.argv[0]).name == "lean" and "-Ddebug.skipKernelTC=true" in build.argv
     assert build.argv[1:3] == ["-j", "1"] and build.argv[-1] == "LeanCheckedNetwork/Submission.lean"
     assert Path(judge.argv[0]).name == "judge" and judge.argv[1] == "--olean" and "--run" not in judge.argv
-    assert res.judge_mode == "native" and res.judge_note ==""
+    assert res.judge_mode == "native" and res.judge_note == ""
     assert res.axioms == ["propext"] and res.check_axioms == ["propext"]
     assert res.cache == "built" and res.failed_stage is None
     assert all(res.stage_flags()[k] == 1.0 for k in ("guard_passed", "build_passed", "axioms_passed"))

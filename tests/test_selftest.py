@@ -16,7 +16,7 @@ from lean_mod_add_proof.dataset.network import verify
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
 from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
 from lean_mod_add_proof.grading import selftest, toolchain
-from lean_mod_add_proof.grading.pipeline import grade
+from lean_mod_add_proof.grading.grader import grade
 
 NETWORK = NETWORK_LEAN_PATH.read_text(encoding="utf-8")
 
@@ -131,10 +131,13 @@ async def test_a_failure_is_not_remembered_on_disk(tmp_path: Path) -> None:
 
 def test_the_key_changes_with_what_a_pass_depends_on(tmp_path: Path) -> None:
     tc = _double()
-    base = selftest.selftest_key(tc, double_config(tmp_path))
-    assert base == selftest.selftest_key(tc, double_config(tmp_path, work_root=tmp_path / "elsewhere"))
-    assert base != selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"))
-    assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048))
+    base = selftest.selftest_key(tc, double_config(tmp_path), "native:ab")
+    assert base == selftest.selftest_key(tc, double_config(tmp_path, work_root=tmp_path / "elsewhere"), "native:ab")
+    assert base != selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"), "native:ab")
+    assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048), "native:ab")
+    # a pass with one judge says nothing of another: another executable, or `lean --run`
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), "native:cd")
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), "interpreted")
 
 
 def test_judging_a_canary(tmp_path: Path) -> None:

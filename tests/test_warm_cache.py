@@ -16,6 +16,7 @@ from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.cli.taskrun import choose
 from lean_mod_add_proof.cli.warmcache import KEY_PREFIX, warm_one
 from lean_mod_add_proof.dataset.tasks import load_tasks, sha256_text
+from lean_mod_add_proof.grading import grader, native_judge, selftest
 from lean_mod_add_proof.grading.pipeline import cache_key_for
 from lean_mod_add_proof.grading.result import GraderConfig
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
@@ -58,10 +59,14 @@ def test_first_run_builds_second_run_hits(capsys, tmp_path: Path, tasks_dir: Pat
     ids = [r.id for r in load_tasks(tasks_dir)]
     assert statuses(out) == dict.fromkeys(ids, "built"), out
     assert f"{len(ids)} built, 0 already there, 0 failed" in out
-    entries = sorted(p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith("."))
-    assert len(entries) == len(ids)
-    for key in entries:  # the table's prefixes name the entries on disk
-        assert key[:KEY_PREFIX] in out
+    cached = sorted(p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith("."))
+    # one entry per task and one for the self-test's own task, the compiled judge, and the
+    # remembered self-test pass
+    entries = [n for n in cached if not n.startswith("judge-") and n != "selftest"]
+    assert len(entries) == len(ids) + 1
+    assert len([n for n in cached if n.startswith("judge-")]) == 1
+    assert len(list((tmp_path / "cache" / "selftest").glob("*.json"))) == 1
+    assert sum(key[:KEY_PREFIX] in out for key in entries) == len(ids)  # the table names them
     assert not list((tmp_path / "work").glob("*")), "warm-cache must not leave grade directories"
 
     code, out = warm(capsys, tmp_path, "--tasks-dir", str(tasks_dir))
@@ -85,6 +90,36 @@ async def test_a_grade_after_warming_is_a_cache_hit(tmp_path: Path) -> None:
     assert result.accepted and result.cache == "hit", result.reason
 
 
+async def test_a_first_grade_after_warming_runs_no_canary_and_only_its_own_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a box made from a warmed image does: its first grade finds the compiled judge, the
+    task's cache entry and the remembered self-test pass, so it runs the build and the judge and
+    nothing else (the pass is bound to toolchain, grader version, judge and settings)."""
+    task = grade_task(p=5)
+    config = GraderConfig(
+        toolchain_dir=DOUBLE_DIR, sandbox="off", cache_dir=tmp_path / "cache", work_root=tmp_path / "work"
+    )
+    warmed = await grader.warm_cache(task, config)
+    assert warmed.judged and warmed.judge_mode == "native", warmed.reason
+    # a fresh process: nothing remembered in memory
+    selftest.forget()
+    native_judge.forget()
+    canaries: list[str] = []
+    original = selftest.run_selftest
+
+    async def counting(*args: object) -> selftest.SelfTestReport:
+        canaries.append("ran")
+        return await original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selftest, "run_selftest", counting)
+    res = await grader.grade(submission(), task, config)
+    assert res.accepted and res.cache == "hit" and res.judge_mode == "native", res.reason
+    assert canaries == []
+    assert [c.stage for c in res.commands] == ["toolchain", "build", "leanchecker"]
+    assert Path(res.commands[0].argv[0]).name == "judge" and res.commands[0].argv[1:] == []  # start-up check
+
+
 def test_filters_and_unknown_ids(capsys, tmp_path: Path, tasks_dir: Path, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     code, out = warm(capsys, tmp_path, "--tasks-dir", str(tasks_dir), "--split", "eval")
@@ -94,7 +129,7 @@ def test_filters_and_unknown_ids(capsys, tmp_path: Path, tasks_dir: Path, monkey
     code, out = warm(capsys, tmp_path, "--tasks-dir", str(tasks_dir), "--task", "p99_h08_s0")
     assert code == 2 and "unknown task id(s): p99_h08_s0" in out
     code, out = warm(capsys, tmp_path, "--tasks-dir", str(tasks_dir), "--max-p", "3")
-    assert code == 2 and "no task matches" in out
+    assert code == 2 and "no task has p <= 3" in out
     code, out = warm(capsys, tmp_path, "--tasks-dir", str(tasks_dir), "--timeout-s", "-1")
     assert code == 2 and "--timeout-s" in out
 

@@ -38,7 +38,7 @@ def timing_row(record: TaskRecord, result: Any) -> dict[str, Any]:
 async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, progress: Any) -> list[dict]:
     from lean_mod_add_proof.cli.grading import grade_task_for
     from lean_mod_add_proof.constants import reference_submission
-    from lean_mod_add_proof.grading.pipeline import grade
+    from lean_mod_add_proof.grading.grader import grade
 
     rows = []
     job = progress.add_task("calibrating", total=len(records))

@@ -55,7 +55,10 @@ def cmd_configs(args: argparse.Namespace) -> int:
         for rel in files:
             target = out / rel
             data = (source / rel).read_bytes()
-            if target.exists() and target.read_bytes() != data and not args.force:
+            if target.exists() and target.read_bytes() == data:
+                print(f"{target} is up to date")
+                continue
+            if target.exists() and not args.force:
                 kept.append(target)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -130,7 +130,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from lean_mod_add_proof.dataset.tasks import TaskSetError
-    from lean_mod_add_proof.grading.pipeline import grade, grade_reply
+    from lean_mod_add_proof.grading.grader import grade, grade_reply
 
     try:
         grade_task = grade_task_for(args.task_id, args.tasks_dir, args.weights_sha256)

@@ -261,8 +261,17 @@ def judge (a : Args) : IO Report := do
       return { r with verdict := "imports", reason := s!"the submission does not import {m}" }
   -- 3. Replay every constant of the submission (its most private part subsumes the others,
   --    src/LeanChecker.lean) into the trusted modules' environment.
+  --    Each entry must be filed under its own name, and none may be a quotient constant (only
+  --    Init's `init_quot` makes those): crafted module data did both to mislead a replay
+  --    (lean4 #15100, #15101). `ConstantInfo.name`: src/Lean/Declaration.lean.
+  unless mostPrivate.constNames.size == mostPrivate.constants.size do
+    return { r with verdict := "replay", reason := "the olean's constant names and constants do not pair up" }
   let mut newConstants : Std.HashMap Name ConstantInfo := {}
   for name in mostPrivate.constNames, ci in mostPrivate.constants do
+    unless ci.name == name do
+      return { r with verdict := "replay", reason := s!"the olean files a constant under another name: {name}" }
+    if let .quotInfo _ := ci then
+      return { r with verdict := "replay", reason := s!"the submission declares a quotient constant: {name}" }
     newConstants := newConstants.insert name ci
   r := { r with replayed := newConstants.size }
   let mut kenv := env.toKernelEnv

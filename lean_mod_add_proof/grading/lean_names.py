@@ -5,9 +5,9 @@ enforced cannot drift apart.
 Where they are used: the grader writes the submission to `SUBMISSION_PATH` in a package with
 Lake's layout and compiles it with the pinned toolchain's `lean` (Lake never runs while grading);
 the trusted judge `Judge.lean` then reads the resulting olean without importing it, checks its
-imports (only `Init` and `ALLOWED_IMPORTS`, with `REQUIRED_IMPORT` among them), replays it through the kernel, kernel-checks the theorem
-against `SPEC_CONSTANT` under the name `CHECK_THEOREM`, and reports the axioms, which must be
-among `ALLOWED_AXIOMS`."""
+imports (only `Init` and `ALLOWED_IMPORTS`, with `REQUIRED_IMPORT` among them), replays it
+through the kernel, kernel-checks the theorem against `SPEC_CONSTANT` under the name
+`CHECK_THEOREM`, and reports the axioms, which must be among `ALLOWED_AXIOMS`."""
 
 from __future__ import annotations
 

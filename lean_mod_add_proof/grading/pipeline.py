@@ -16,7 +16,7 @@ import os
 import signal
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +62,10 @@ from lean_mod_add_proof.grading.sandbox import bwrap_argv, decide_sandbox, host_
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 OnStage = Callable[[str], None]
+#: What must hold before a toolchain's verdicts count, given (toolchain, config, the task's
+#: Network.lean, the judge's identity): None, or the reason every grade is "could not judge".
+#: The grader's entry points (grader.py) pass the self-test; the pipeline knows no more of it.
+ToolchainCheck = Callable[[Toolchain, GraderConfig, str, str], Awaitable[str | None]]
 #: What a submission may import, as the judge sees it: `Init` is every non-`prelude` file's
 #: implicit import (the guard bans `prelude`), and the judge loads exactly these modules.
 JUDGE_IMPORTS: tuple[str, ...] = ("Init", *ALLOWED_IMPORTS)
@@ -166,6 +170,11 @@ class _Env:
     @property
     def judge_mode(self) -> JudgeMode:
         return "native" if self.judge is not None else "interpreted"
+
+    @property
+    def judge_identity(self) -> str:
+        """What decides, for a remembered self-test pass: the executable's hash, or `lean --run`."""
+        return f"native:{self.judge.sha256}" if self.judge is not None else "interpreted"
 
     def limits(
         self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
@@ -583,11 +592,9 @@ class _Grade:
             if (why := check_axioms(found, self.config.axioms_mode)) is not None:
                 raise _Failed("axioms", f"{name}: {why}")
 
-    async def selftest(self, env: _Env) -> None:
-        """The toolchain must prove itself on the canaries before its verdicts count."""
-        from lean_mod_add_proof.grading import selftest as selftest_mod  # it grades through this module
-
-        failure = await selftest_mod.ensure_selftest(env.toolchain, self.config, self.task.network_lean)
+    async def check_toolchain(self, env: _Env, check: ToolchainCheck) -> None:
+        """The toolchain must pass `check` before its verdicts count."""
+        failure = await check(env.toolchain, self.config, self.task.network_lean, env.judge_identity)
         if failure is not None:
             raise _not_judged("toolchain", failure)
 
@@ -606,20 +613,22 @@ async def grade(
     task: GradeTask,
     config: GraderConfig,
     *,
+    toolchain_check: ToolchainCheck | None,
     on_stage: OnStage | None = None,
     skip_guard: bool = False,
-    skip_selftest: bool = False,
     extra_modules: Mapping[str, str] | None = None,
 ) -> GradeResult:
     """Grade `submission` (the whole text of LeanCheckedNetwork/Submission.lean) for `task`.
+
+    `toolchain_check` runs once the toolchain and judge are known, before anything is built;
+    it has no default, so no caller skips it by omission (`grader.grade` passes the self-test;
+    None is for the self-test's own canaries and the orchestration tests, whose double acts
+    out only what each test scripts).
 
     Test-only switches, reachable from no config field and no command line; never set them when
     grading rollouts:
     - `skip_guard`: the later stages must be shown to catch what the guard would catch first
       (the Lean integration tests and the self-test's canaries use it);
-    - `skip_selftest`: grade against the toolchain double without first running the self-test
-      (the self-test's own canaries run this way, and so do the orchestration tests, whose
-      double acts out only what each test scripts);
     - `extra_modules`: modules compiled into the package before the submission (a canary).
 
     Returns a GradeResult for every outcome, including toolchain problems and internal errors
@@ -631,8 +640,8 @@ async def grade(
         await g.guard(submission, skip_guard)
         env = await g.locate()
         await g.prepare_judge(env)
-        if not skip_selftest:
-            await g.selftest(env)
+        if toolchain_check is not None:
+            await g.check_toolchain(env, toolchain_check)
         limit = config.max_concurrent or os.cpu_count() or 1
         queued = time.monotonic()
         async with _semaphore(limit):
@@ -668,9 +677,9 @@ async def grade_reply(
     task: GradeTask,
     config: GraderConfig,
     *,
+    toolchain_check: ToolchainCheck | None,
     on_stage: OnStage | None = None,
     skip_guard: bool = False,
-    skip_selftest: bool = False,
 ) -> GradeResult:
     """Extract the one ```lean block from a model reply, then `grade` it."""
     started = time.monotonic()
@@ -697,21 +706,33 @@ async def grade_reply(
         result.grader_seconds = extract_s
         return result
     result = await grade(
-        extraction.code, task, config, on_stage=on_stage, skip_guard=skip_guard, skip_selftest=skip_selftest
+        extraction.code,
+        task,
+        config,
+        toolchain_check=toolchain_check,
+        on_stage=on_stage,
+        skip_guard=skip_guard,
     )
     result.stage_seconds = {"extract": extract_s, **result.stage_seconds}
     result.grader_seconds = round(result.grader_seconds + extract_s, 4)
     return result
 
 
-async def warm_cache(task: GradeTask, config: GraderConfig) -> GradeResult:
-    """Build or verify `task`'s prebuilt Network/Weights cache entry exactly as a first grade
-    would (same toolchain, sandbox and limits), without grading anything. `result.cache` says
-    `built` or `hit`; a failure is `judged=False` with the reason (`warm-cache`, image builds)."""
+async def warm_cache(
+    task: GradeTask, config: GraderConfig, *, toolchain_check: ToolchainCheck | None
+) -> GradeResult:
+    """Build or verify what a first grade of `task` would (same toolchain, sandbox and limits):
+    the compiled judge, the task's prebuilt Network/Weights cache entry, and, with
+    `toolchain_check`, the toolchain's check (a self-test pass is remembered on disk), without
+    grading anything. `result.cache` says `built` or `hit`; a failure is `judged=False` with the
+    reason (`warm-cache`, image builds)."""
     started = time.monotonic()
     g = _Grade(task, config, None)
     try:
         env = await g.locate()
+        await g.prepare_judge(env)
+        if toolchain_check is not None:
+            await g.check_toolchain(env, toolchain_check)
         g.begin("build")
         await g.prepare(env)
     except _Failed as failed:
@@ -724,5 +745,5 @@ async def warm_cache(task: GradeTask, config: GraderConfig) -> GradeResult:
             workdirs.remove_tree(g.grade_dir)
         g.result.grader_seconds = round(time.monotonic() - started, 4)
     if g.result.failed_stage is None:
-        g.result.reason = f"cache {g.result.cache}"
+        g.result.reason = f"cache {g.result.cache}; judge {g.result.judge_mode}"
     return g.result

@@ -11,6 +11,11 @@ stops grading instead of producing wrong rewards.
 A pass is remembered per (toolchain, grader version, settings) in memory and in the cache
 directory; a failure only in memory, so a fixed toolchain is tried again by the next process.
 
+One path is tested only with the toolchain double: a judge that ends without a verdict after
+its `{"phase":"replay"}` line (a crash on the submission's data) counts as a rejection. No canary
+makes real rc2 do that deterministically: the oversized shift that once panicked the runtime is
+now a kernel exception (lean4 #14849), and a native stack overflow depends on the stack size.
+
 The canaries grade the self-test task (`SelfTestWeights.lean`, p = 3) with the guard skipped
 where the canary needs a construct the guard would reject first. Their `-- double:` comment lines
 are ignored by Lean; they script the test double (tests/toolchain_double) to act as Lean would
@@ -34,12 +39,13 @@ from pydantic import BaseModel
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.lean_names import WEIGHTS_MODULE, theorem_signature
+from lean_mod_add_proof.grading.pipeline import GradeTask, grade
 from lean_mod_add_proof.grading.reference import reference_submission
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-1"
+GRADER_VERSION = "judge-2"
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
@@ -94,12 +100,15 @@ CANARIES: tuple[Canary, ...] = (
         "kernel",
     ),
     Canary(
-        "a kernel panic in the replay",
-        # The kernel's GMP shift has no size bound; the runtime panics and exits (lean_nat_shiftl,
-        # src/runtime/object.cpp). Not evaluated while building (skipKernelTC), so it happens in
-        # the judge, whose ending must then be a rejection, not "could not judge".
+        "an oversized shift in the replay",
+        # Since lean4 #14849 (v4.34; issue #15193) the kernel refuses an oversized
+        # `Nat.shiftLeft` with a kernel exception instead of a runtime panic, so on rc2 this is an
+        # ordinary replay rejection. Not evaluated while building (skipKernelTC), so it is the
+        # judge's replay that meets it; a toolchain that evaluates it while building rejects it
+        # there, which is as good.
         f"{_HEADER}theorem LeanCheckedNetwork.Net.shift_bomb : Nat.shiftLeft 1 4294967296 = 0 := by\n"
-        f"  decide +kernel\n\n{_REFERENCE_BODY}-- double: judge panic\n",
+        f"  decide +kernel\n\n{_REFERENCE_BODY}"
+        "-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n",
         "leanchecker",
         "kernel",
         also_fine=("build",),
@@ -189,8 +198,6 @@ def judge_canary(c: Canary, res: GradeResult, grade_dir: Path | None) -> str | N
 
 async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean: str) -> SelfTestReport:
     """Grade every canary (no cache of the outcome) and report."""
-    from lean_mod_add_proof.grading.pipeline import GradeTask, grade  # the pipeline calls us
-
     task = GradeTask(
         task_id=SELFTEST_TASK_ID,
         p=SELFTEST_P,
@@ -211,8 +218,8 @@ async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean:
                 c.text,
                 task,
                 canary_config,
+                toolchain_check=None,  # the canaries are the check
                 skip_guard=c.skip_guard,
-                skip_selftest=True,
                 extra_modules=c.extra_modules,
             )
             kept = Path(res.package_dir) if res.package_dir else None
@@ -236,9 +243,10 @@ async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean:
 # ---- once per process, remembered on disk ------------------------------------------------------
 
 
-def selftest_key(toolchain: Toolchain, config: GraderConfig) -> str:
+def selftest_key(toolchain: Toolchain, config: GraderConfig, judge_identity: str) -> str:
     """What a pass depends on: the toolchain (directory, version, binary), the grader's verdict
-    logic (this version, the judge program, the canaries) and the settings canaries run under."""
+    logic (this version, the judge program and which form of it decides: the compiled
+    executable's hash or `lean --run`, the canaries) and the settings canaries run under."""
     h = hashlib.sha256()
     stat = toolchain.lean.stat()
     settings = config.model_dump(
@@ -250,6 +258,7 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig) -> str:
         toolchain.version,
         f"{stat.st_size}:{stat.st_mtime_ns}",
         pkgmod.JUDGE_SOURCE_PATH.read_text(encoding="utf-8"),
+        judge_identity,
         json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in CANARIES]),
         json.dumps(settings, sort_keys=True),
     ]
@@ -290,11 +299,26 @@ def _remember_pass(path: Path, key: str, report: SelfTestReport) -> None:
         pass  # not remembered on disk: the next process runs the canaries again
 
 
-async def ensure_selftest(toolchain: Toolchain, config: GraderConfig, network_lean: str) -> str | None:
-    """None when this toolchain passed the self-test (now or before), else the reason to give
-    every grade. Concurrent first grades wait for one run."""
-    key = selftest_key(toolchain, config)
+_on_disk: set[Path] = set()
+
+
+async def _remembered_here(path: Path, key: str, report: SelfTestReport) -> None:
+    """Write the pass into this cache directory once per process, unless it is there."""
+    if path not in _on_disk:
+        if not await asyncio.to_thread(_remembered_pass, path, key):
+            await asyncio.to_thread(_remember_pass, path, key, report)
+        _on_disk.add(path)
+
+
+async def ensure_selftest(
+    toolchain: Toolchain, config: GraderConfig, network_lean: str, judge_identity: str
+) -> str | None:
+    """None when this toolchain, with this judge, passed the self-test (now or before), else the
+    reason to give every grade. Concurrent first grades wait for one run (a `ToolchainCheck`)."""
+    key = selftest_key(toolchain, config, judge_identity)
     if (known := _memo.get(key)) is not None:
+        if known.passed:  # the key leaves the cache directory out: this one must hold it too
+            await _remembered_here(_pass_file(config, key), key, known)
         return None if known.passed else known.reason
     per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
     async with per_loop.setdefault(key, asyncio.Lock()):
@@ -317,9 +341,11 @@ async def ensure_selftest(toolchain: Toolchain, config: GraderConfig, network_le
         _memo[key] = report
         if report.passed:
             await asyncio.to_thread(_remember_pass, path, key, report)
+            _on_disk.add(path)
         return None if report.passed else report.reason
 
 
 def forget() -> None:
     """Drop the in-memory outcomes (tests; a long-lived process after a toolchain fix)."""
     _memo.clear()
+    _on_disk.clear()
