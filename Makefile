@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint demo dataset check-dataset lean lean-check doctor bench soak clean
+.PHONY: setup test lint demo dataset check-dataset lean lean-check doctor bench soak mutate clean
 
 setup: $(VENV)/.installed
 
@@ -50,6 +50,13 @@ bench: setup
 # Mixed grades with faults against the toolchain double; fails on anything left behind.
 soak: setup
 	$(BIN)/python benchmarks/soak.py --grades 200 --concurrency 8
+
+# Mutation testing of the grader's pure modules, scored per module (a benchmark, not CI; mutmut
+# comes from the `mutate` extra). Options in MUTATE_ARGS, e.g. MUTATE_ARGS="--modules judge,result".
+MUTATE_ARGS ?= --guard-sample 300
+mutate: setup
+	@$(BIN)/python -c "import importlib.metadata as m; assert m.version('mutmut') == '3.8.1'" 2>/dev/null || $(BIN)/pip install -q -e '.[mutate]'
+	$(BIN)/python benchmarks/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

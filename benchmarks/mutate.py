@@ -56,7 +56,7 @@ GRADING = f"{PACKAGE}/grading"
 MODULES: dict[str, tuple[str, ...]] = {
     "judge": ("tests/test_judge_protocol.py", "tests/test_grading_layout.py"),
     "result": ("tests/test_result_flags.py",),
-    "axioms": ("tests/test_axioms.py",),
+    "axioms": ("tests/test_axioms_reasons.py", "tests/test_axioms.py"),
     "messages": ("tests/test_messages.py",),
     "extract": ("tests/test_extract.py",),
     "guard": (
@@ -120,8 +120,10 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     Equivalent(
         "guard",
-        'if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] not in _WORD_SET)):',
-        'if not (text.startswith("import", pos) and (pos + 7 >= len(text) or text[pos + 6] not in _WORD_SET)):',
+        'if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] '
+        "not in _WORD_SET)):",
+        'if not (text.startswith("import", pos) and (pos + 7 >= len(text) or text[pos + 6] '
+        "not in _WORD_SET)):",
         "the guard's text always ends in a newline (as_lean_file), so text[pos + 6] exists whenever "
         "pos + 7 >= len(text) and is that newline, not a word character",
     ),
@@ -522,6 +524,7 @@ def measure(module: str, args: argparse.Namespace, work: Path) -> ModuleScore:
 
 def print_report(scores: list[ModuleScore]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -556,13 +559,12 @@ def print_report(scores: list[ModuleScore]) -> None:
             key = (eq.module, eq.before, eq.after)
             if key not in shown:
                 shown.add(key)
-                console.print(
-                    f"  {eq.module}: [red]- {eq.before}[/red]\n    [green]+ {eq.after}[/green]\n    why: {eq.why}"
-                )
+                console.print(f"  {eq.module}: [red]- {escape(eq.before)}[/red]")
+                console.print(f"    [green]+ {escape(eq.after)}[/green]\n    why: {escape(eq.why)}")
     console.print("\n[bold]Other survivors[/bold] (a test is missing, or add it to EQUIVALENT with why)")
     for s in scores:
         for name, before, after in s.survived:
-            console.print(f"  {name}:\n    [red]- {before}[/red]\n    [green]+ {after}[/green]")
+            console.print(f"  {name}:\n    [red]- {escape(before)}[/red]\n    [green]+ {escape(after)}[/green]")
 
 
 def main() -> int:

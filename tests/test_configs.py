@@ -1,7 +1,8 @@
 """The shipped configs: every TOML under configs/ parses and names this taskset and the right
 split; `vf-eval @ configs/eval.toml --dry-run` resolves; each prime-rl source's `env` block is a
 valid verifiers EnvConfig for this taskset (prime-rl itself is not installed here: its own keys
-are checked against the schema snapshot below, taken from the file cited in the TOML)."""
+are checked against the schema snapshots below, taken from the files cited in the TOMLs); the
+orchestrator's seq_len holds the largest prompt plus the completion budget."""
 
 from __future__ import annotations
 
@@ -23,9 +24,68 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 EVAL_TOML = CONFIGS / "eval.toml"
 ORCHESTRATOR_TOML = CONFIGS / "prime-rl" / "orchestrator.toml"
+PRIME_RL_EVAL_TOML = CONFIGS / "prime-rl" / "eval.toml"
 #: Fields of prime-rl's TrainSourceConfig / EvalSourceConfig (and their EnvConfig base) as read in
 #: packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py; a key outside them is a typo.
-PRIME_RL_SOURCE_KEYS = {"env", "serve", "name", "sampling", "ratio", "group_size", "algo", "curriculum"}
+PRIME_RL_SOURCE_KEYS = {
+    "env",
+    "serve",
+    "name",
+    "select",
+    "sampling",
+    "ratio",
+    "group_size",
+    "algo",
+    "curriculum",
+    "sampler",
+    "min_abs_advantage",
+}
+#: Fields of prime-rl's EvalConfig (`uv run eval`: configs/eval.py, with its EvalSourcesConfig /
+#: ServedEvalConfig bases) and of the blocks eval.toml sets, from the same sources.
+PRIME_RL_EVAL_KEYS = {
+    "model",
+    "client",
+    "select",
+    "concurrency",
+    "group_size",
+    "run",
+    "output_dir",
+    "clean",
+    "dry_run",
+    "dashboard",
+    "resume",
+    "log",
+    "monitors",
+    "source",
+    "env",
+    "sampling",
+    "tasks_per_minute",
+    "heartbeat",
+}
+PRIME_RL_CLIENT_KEYS = {
+    "base_url",
+    "api_key_var",
+    "headers",
+    "headers_from_env",
+    "skip_model_check",
+    "wait_for_ready_timeout",
+    "admin_base_url",
+    "dynamo",
+    "timeout",
+}
+PRIME_RL_CONCURRENCY_KEYS = {"initial_inflight", "min_inflight", "max_inflight"}
+PRIME_RL_EVAL_SAMPLING_KEYS = {
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "max_completion_tokens",
+    "reasoning_effort",
+    "extra_body",
+}
+#: Chat-template tokens per prompt on top of the system and user texts (role markers and the
+#: generation prompt: well under this for the common templates).
+TEMPLATE_TOKENS = 64
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -49,7 +109,7 @@ def tasksets(node: Any) -> list[dict[str, Any]]:
 
 def test_every_config_parses_and_names_this_taskset() -> None:
     paths = sorted(CONFIGS.rglob("*.toml"))
-    assert EVAL_TOML in paths and ORCHESTRATOR_TOML in paths
+    assert EVAL_TOML in paths and ORCHESTRATOR_TOML in paths and PRIME_RL_EVAL_TOML in paths
     for path in paths:
         found = tasksets(load(path))
         assert found, f"{path} names no taskset"
@@ -121,3 +181,57 @@ def test_vf_eval_dry_run_resolves_the_eval_config(tmp_path: Path) -> None:
     assert resolved["client"]["base_url"] == "http://127.0.0.1:8765/v1"
     assert resolved["env"]["agent"]["harness"]["id"] == "null"
     assert resolved["env"]["agent"]["runtime"]["type"] == "subprocess"
+
+
+# --- prime-rl's `uv run eval` route --------------------------------------------------------------
+
+
+def test_prime_rl_eval_config_is_the_same_smoke_eval() -> None:
+    """configs/prime-rl/eval.toml runs what configs/eval.toml runs, in prime-rl's EvalConfig
+    shape: every key is a field of it, and each source's env block is this taskset's EnvConfig."""
+    from lean_mod_add_proof.cli.baseline import policy_for
+
+    data, vf_eval_data = load(PRIME_RL_EVAL_TOML), load(EVAL_TOML)
+    assert set(data) <= PRIME_RL_EVAL_KEYS, set(data) - PRIME_RL_EVAL_KEYS
+    assert set(data["client"]) <= PRIME_RL_CLIENT_KEYS
+    assert set(data["concurrency"]) <= PRIME_RL_CONCURRENCY_KEYS
+    assert data["concurrency"]["min_inflight"] <= data["concurrency"]["max_inflight"] <= 8
+    assert set(data["sampling"]) <= PRIME_RL_EVAL_SAMPLING_KEYS
+    select = vf.SelectCLIConfig.model_validate(data["select"])
+    assert select.limit == vf_eval_data["select"]["limit"]
+    assert data["model"] == vf_eval_data["model"] and policy_for(data["model"], "") == "reference"
+    assert data["client"]["base_url"] == vf_eval_data["client"]["base_url"]
+    (source,) = data["source"]
+    assert set(source) <= PRIME_RL_SOURCE_KEYS
+    env = vf.resolve_env_config(source["env"])
+    expected = vf.resolve_env_config(vf_eval_data["env"])
+    assert env.model_dump(mode="json") == expected.model_dump(mode="json")
+    assert env.taskset.split == "eval" and env.taskset.task.on_grader_error == "raise"
+
+
+# --- sequence length ----------------------------------------------------------------------------
+
+
+def largest_prompt_tokens(split: str, max_p: int | None) -> int:
+    from lean_mod_add_proof.cli.tasks import estimate_tokens, prompt_text, select
+    from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks
+
+    records = select(load_tasks(DEFAULT_TASKS_DIR), split, max_p)
+    assert records
+    return max(estimate_tokens(prompt_text(r, DEFAULT_TASKS_DIR)) for r in records)
+
+
+def test_seq_len_holds_the_largest_prompt_and_the_completion() -> None:
+    """prime-rl truncates a sample (prompt + completion) longer than the orchestrator's seq_len
+    (default 2048): it must hold the largest prompt of every source, by the upper estimate, plus
+    the chat template and the source's completion budget."""
+    data = load(ORCHESTRATOR_TOML)
+    seq_len = data["seq_len"]
+    for group in ("train", "eval"):
+        budget = data[group]["sampling"]["max_completion_tokens"]
+        for source in data[group]["source"]:
+            env = vf.resolve_env_config(source["env"])
+            assert env.taskset.task.max_attempts == 1  # one completion per sample
+            need = largest_prompt_tokens(env.taskset.split, env.taskset.max_p) + TEMPLATE_TOKENS + budget
+            assert need <= seq_len, (group, source["name"], need, seq_len)
+    assert seq_len - largest_prompt_tokens("train", None) - 4096 < 8192  # not wildly oversized

@@ -560,6 +560,35 @@ def test_size_counts_utf8_bytes_of_the_normalised_file() -> None:
     assert check_guard(exact.replace("\n", "\r\n")).passed
 
 
+def test_the_byte_cap_plus_one() -> None:
+    base = f"{HEADER}-- "  # ASCII: as many characters as bytes
+    exact = base + "x" * (MAX_SUBMISSION_BYTES - len(base) - 1) + "\n"
+    assert len(exact) == len(exact.encode()) == MAX_SUBMISSION_BYTES
+    assert check_guard(exact).passed
+    ascii_over = exact[:-1] + "x\n"  # one character and one byte more
+    assert (
+        check_guard(ascii_over).reason == "submission is larger than 1 MiB; at most 1048576 bytes are allowed"
+    )
+    utf8_over = exact.replace("x", "é", 1)  # as many characters, one byte more
+    assert len(utf8_over) == MAX_SUBMISSION_BYTES
+    assert check_guard(utf8_over).reason == (
+        "submission is larger than 1 MiB (1048577 bytes of UTF-8); at most 1048576 bytes are allowed"
+    )
+    # no final newline: the one the guard adds counts
+    assert check_guard(exact[:-1]).passed
+    assert "larger than 1 MiB" in check_guard(exact[:-1] + "x").reason
+
+
+def test_text_that_only_shrinks_under_the_cap_is_read() -> None:
+    # Up to twice the cap in characters may still be under it once CRLF becomes LF.
+    raw = "\r\n" * MAX_SUBMISSION_BYTES
+    assert len(raw) == 2 * MAX_SUBMISSION_BYTES
+    assert "missing required" in check_guard(raw).reason  # the rules ran
+    assert "larger than 1 MiB" in check_guard(raw + "\r\n").reason
+    crlf = f"{HEADER}{PROOF}".replace("\n", "\r\n")
+    assert check_guard(crlf + "-- " + "x" * 1000 + "\r\n").passed
+
+
 def _fill(unit: str, head: str = HEADER, tail: str = "") -> str:
     """`head`, then `unit` repeated to just under 1 MiB of UTF-8, then `tail`."""
     room = MAX_SUBMISSION_BYTES - len((head + tail).encode()) - 1

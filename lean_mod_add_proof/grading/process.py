@@ -52,12 +52,32 @@ Exit status (`CommandRecord`), the same with and without the sandbox: `signal` i
 that ended the command and then `exit_code` is None; `exit_code` is also None when the grader
 killed the command (deadline, a cap, cancellation; `signal` is then normally 9, SIGKILL).
 Otherwise `exit_code` is the command's exit code and `signal` None. A disk cap found only by the
-walk at the end leaves the exit code as it was (the command was not killed)."""
+walk at the end leaves the exit code as it was (the command was not killed).
+
+Host faults (`HostFault`): what says nothing about the command, raised instead of an outcome, so
+no caller can read it as the command's own failure:
+- the sandbox did not run the command. bwrap gets `--json-status-fd`; it writes
+  `{"exit-code": N}` there only once the command it started has exited, so no such document
+  (and no kill by the grader) means bwrap failed before or while setting up the sandbox, or was
+  itself killed from outside (see `sandbox_status`). The command cannot reach that descriptor:
+  bwrap does not pass it on. User-
+  namespace exhaustion was measured (bubblewrap 0.8.0, kernel limits lowered inside a private
+  user namespace: `max_user_namespaces`, `max_pid_namespaces`, `max_mnt_namespaces` or
+  `max_net_namespaces` = 0): bwrap exits 1 with "Creating new namespace failed: nesting depth
+  or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)" and writes no document at all;
+- the command could not be started (a missing program, out of memory, no more processes, file
+  descriptors or disk: the errno of the spawn), or its program was gone when it failed (a
+  toolchain or bwrap removed while grading);
+- the watcher could not watch (out of memory, no thread)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import errno
+import hashlib
+import json
 import math
 import os
 import re
@@ -137,6 +157,56 @@ class CommandOutcome:
     `process cap exceeded (more than N processes)` or `disk cap exceeded (N MiB > M MiB)`."""
     peak_rss_mb: int = 0
     """Largest summed resident memory of the tree seen while it ran, in MiB (rounded up)."""
+
+
+class HostFault(Exception):
+    """Something of the host or the grader, not of the command, stopped it: "could not judge".
+    `reason` names it (one line); `sandbox` says the sandbox itself failed (probe it again)."""
+
+    def __init__(self, reason: str, *, sandbox: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.sandbox = sandbox
+
+
+#: errno -> what it means for a grade, for the errors that are the host's, never the command's.
+_HOST_ERRNOS: dict[int, str] = {
+    errno.ENOSPC: "the work disk is full",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.ENOMEM: "out of memory",
+    errno.EAGAIN: "the host refused a new process or thread (EAGAIN: a process limit)",
+    errno.EMFILE: "out of file descriptors (per process)",
+    errno.ENFILE: "out of file descriptors (system-wide)",
+    errno.EROFS: "the work disk is read-only",
+    errno.EIO: "an I/O error on the work disk",
+}
+#: Only when starting a program (anywhere else a missing file may be a build's doing).
+_SPAWN_ERRNOS: dict[int, str] = {
+    errno.ENOENT: "a program the grader runs is missing",
+    errno.EACCES: "a program the grader runs is not executable",
+    errno.ENOEXEC: "a program the grader runs is not executable",
+}
+
+
+def host_fault_reason(exc: BaseException) -> str | None:
+    """The named host fault behind `exc` (itself, its cause or its context), or None: a full disk
+    (ENOSPC, EDQUOT), out of memory (MemoryError, ENOMEM), a process or descriptor limit, a
+    missing program (ENOENT), a `HostFault`. Pure."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, HostFault):
+            return cur.reason
+        if isinstance(cur, MemoryError):
+            return "out of memory (MemoryError in the grader)"
+        if isinstance(cur, OSError) and cur.errno in _HOST_ERRNOS:
+            where = f": {cur.filename}" if cur.filename else ""
+            return f"{_HOST_ERRNOS[cur.errno]} ({cur.strerror or cur}{where})"
+        if isinstance(cur, RuntimeError) and "can't start new thread" in str(cur):
+            return "the host refused a new thread (can't start new thread)"
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def prlimit_argv(prlimit: str, address_space_mb: int, cpu_seconds: int, max_file_mb: int) -> list[str]:
@@ -317,17 +387,28 @@ def _killpg(pgid: int) -> None:
 
 
 _MARKER_RE = re.compile(
-    rb"(?:^|\0)" + re.escape(TREE_ENV_VAR).encode() + rb"=(\d+)-(\d+)-(\d+)-[0-9a-f]+(?:\0|$)"
+    rb"(?:^|\0)"
+    + re.escape(TREE_ENV_VAR).encode()
+    + rb"=(\d+)-(\d+)-(\d+)-(?:([0-9a-f]{8})-)?[0-9a-f]+(?:\0|$)"
 )
 
 
-def kill_dead_graders_processes() -> int:
+def scope_tag(scope: str) -> str:
+    """The part of a run's marker that names its grader's scope (the work root), so a grader
+    sweeping what dead graders left behind ends only the processes of its own scope (pure)."""
+    return hashlib.sha256(scope.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def kill_dead_graders_processes(scope: str | None = None) -> int:
     """SIGKILL every process whose marker names a grader that is dead (pid gone or reused): what
     survives a grader killed outright without the sandbox (with it, bwrap's `--die-with-parent`
-    and the pid namespace already end everything). Run once when a grader starts; returns how
-    many it killed. A process that dropped its environment (`env -i`) is not found."""
+    and the pid namespace already end everything). With `scope` (the work root, as given to
+    `run_command`), only processes started with that scope: graders of other work roots on the
+    same machine sweep their own. Run once when a grader starts; returns how many it killed. A
+    process that dropped its environment (`env -i`) is not found."""
     killed = 0
     me = os.getpid()
+    want = None if scope is None else scope_tag(scope).encode()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
@@ -335,7 +416,9 @@ def kill_dead_graders_processes() -> int:
         data = _read_proc(pid, "environ", 1 << 20)
         if not data or (m := _MARKER_RE.search(data)) is None:
             continue
-        ns, owner, started = (int(g) for g in m.groups())
+        if want is not None and m.group(4) != want:
+            continue
+        ns, owner, started = (int(g) for g in m.groups()[:3])
         st = _stat(pid)
         if st is not None and owner_is_dead(ns, owner, started):
             _kill_exact(pid, st[1])
@@ -686,6 +769,93 @@ async def _finish(proc: asyncio.subprocess.Process, drain: asyncio.Task[None], w
         raise asyncio.CancelledError
 
 
+def sandbox_exit_code(status: bytes) -> int | None:
+    """The command's exit code from what bwrap wrote to `--json-status-fd` (pure), or None when
+    there is no `exit-code` document: the command never ran to its end inside the sandbox.
+
+    bubblewrap 0.8.0, measured (`bwrap --json-status-fd 3 ... 3>st`):
+    - the command ran and exited 7: `{ "child-pid": N, ... }` then `{ "exit-code": 7 }`, exit 7;
+    - the command killed itself with SIGKILL: child-pid, then `{ "exit-code": 137 }`, exit 137;
+    - a bind source is missing (set-up fails): child-pid only, exit 1;
+    - a namespace limit reached (`max_user_namespaces`, `max_pid_namespaces`, ... = 0): nothing
+      at all, exit 1, "bwrap: Creating new namespace failed: ... (ENOSPC)";
+    - bwrap itself SIGKILLed from outside while the command ran: child-pid only.
+    `child-pid` is written before anything is mounted, so it does not mean the command started."""
+    decoder = json.JSONDecoder()
+    text = status.decode("utf-8", "replace")
+    at = 0
+    found: int | None = None
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            return found
+        try:
+            doc, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return found  # a torn last document: what came before still counts
+        if isinstance(doc, dict) and isinstance(doc.get("exit-code"), int):
+            found = doc["exit-code"]
+
+
+def _read_status(fd: int) -> bytes:
+    """What is in the status pipe now (never blocks: a process that kept the write end open
+    cannot hold the grade; bwrap wrote its last document before it exited)."""
+    os.set_blocking(fd, False)
+    parts: list[bytes] = []
+    size = 0
+    while size < _CHUNK:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except (BlockingIOError, InterruptedError):
+            break
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " ".join(lines[-1].split())[:300] if lines else "(no output)"
+
+
+def _spawn_fault(exc: OSError, program: str) -> str:
+    what = _SPAWN_ERRNOS.get(exc.errno or 0) or _HOST_ERRNOS.get(exc.errno or 0) or "the host refused it"
+    return f"could not start {exc.filename or program}: {what} ({exc.strerror or exc})"
+
+
+class CommandGroup:
+    """The commands of one grade that are running now, so a last-resort watchdog can kill them
+    all (see `command_group`)."""
+
+    def __init__(self) -> None:
+        self.watchers: set[_Watcher] = set()
+
+    def kill_all(self) -> int:
+        """SIGKILL every tracked tree and tell its watcher to finish (from the event loop)."""
+        watchers = list(self.watchers)
+        for watcher in watchers:
+            with contextlib.suppress(Exception):
+                watcher.kill()
+            watcher.stop()
+        return len(watchers)
+
+
+_group: contextvars.ContextVar[CommandGroup | None] = contextvars.ContextVar(
+    "lean_grader_command_group", default=None
+)
+
+
+def command_group() -> CommandGroup:
+    """A fresh group, current for this context: every `run_command` started in it (and in the
+    tasks it creates) registers there while it runs."""
+    group = CommandGroup()
+    _group.set(group)
+    return group
+
+
 async def run_command(
     argv: Sequence[str],
     *,
@@ -699,6 +869,7 @@ async def run_command(
     prlimit: str | None,
     record_argv: Sequence[str] | None = None,
     sandboxed: bool = False,
+    scope: str = "",
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
@@ -708,7 +879,12 @@ async def run_command(
     deadline passes, when a cap is exceeded, and on cancellation (which is re-raised after the
     tree is reaped). `record_argv` is what goes on the record (the command without the
     sandbox/limit wrappers), default `argv`. `sandboxed` says `argv` starts with bwrap, whose
-    exit 128+N means its command died of signal N (reported as `signal`, see `exit_status`)."""
+    exit 128+N means its command died of signal N (reported as `signal`, see `exit_status`);
+    bwrap then reports on a status pipe whether the command ran at all. `scope` (the grader's
+    work root) goes into the run's marker (see `kill_dead_graders_processes`).
+
+    Raises `HostFault` when the outcome says nothing about the command (see the module
+    docstring): the sandbox did not run it, it could not be started, its program vanished."""
     shown = list(record_argv if record_argv is not None else argv)
     start = time.monotonic()
     remaining = deadline - start
@@ -724,6 +900,13 @@ async def run_command(
         )
         return CommandOutcome(record, "", timed_out=True, started=False)
     full = list(argv)
+    status_r = status_w = None
+    if sandboxed:
+        try:
+            status_r, status_w = os.pipe()
+        except OSError as exc:
+            raise HostFault(host_fault_reason(exc) or f"cannot make a pipe: {exc}") from exc
+        full = [full[0], "--json-status-fd", str(status_w), *full[1:]]
     if limits is not None:
         if prlimit is None:
             raise RuntimeError("prlimit not found; it is needed for the file-size cap")
@@ -731,28 +914,89 @@ async def run_command(
         full = prlimit_argv(prlimit, address_space, cpu_backstop(remaining), limits.max_file_mb) + full
     # The grader's owner record first (pid namespace, pid, start time), so a later grader can tell
     # the processes of one that was killed outright (see `kill_dead_graders_processes`).
-    token = f"{owner_tag()}-{secrets.token_hex(8)}"
+    token = f"{owner_tag()}-{scope_tag(scope)}-{secrets.token_hex(8)}"
     capture = _Capture(output_cap_bytes)
-    last_pid = _last_pid()
-    looked_at = time.monotonic()
-    spawned_ticks = _boot_ticks()
-    proc = await asyncio.create_subprocess_exec(
-        *full,
-        cwd=str(cwd),
-        env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        process_group=0,  # its own group: one killpg reaches every descendant that stays in it
-    )
+    try:
+        last_pid = _last_pid()
+        looked_at = time.monotonic()
+        spawned_ticks = _boot_ticks()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *full,
+                cwd=str(cwd),
+                env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                process_group=0,  # its own group: one killpg reaches every descendant that stays in it
+                pass_fds=() if status_w is None else (status_w,),
+            )
+        except OSError as exc:
+            raise HostFault(_spawn_fault(exc, full[0]), sandbox=sandboxed and exc.errno == errno.ENOENT) from exc
+        finally:
+            if status_w is not None:
+                os.close(status_w)  # the child has its copy; EOF once bwrap is gone
+        spawn = _Spawned(proc, spawned_ticks, last_pid, looked_at, token)
+        outcome = await _watch(spawn, shown, stage, start, remaining, capture, limits, sandboxed, tail_chars)
+        status = _read_status(status_r) if status_r is not None else b""
+    finally:
+        if status_r is not None:
+            os.close(status_r)
+    if sandboxed and not outcome.timed_out and outcome.limit_exceeded is None:
+        if sandbox_exit_code(status) is None:
+            returncode = proc.returncode
+            assert returncode is not None
+            if returncode < 0:
+                why = f"the sandbox (bwrap) was killed by signal {-returncode} from outside the grader"
+            else:  # bwrap's own message: it ran nothing of the command
+                why = f"the sandbox (bwrap) did not start: {_last_line(outcome.text)} (exit {returncode})"
+            raise HostFault(why, sandbox=True)
+    rec = outcome.record
+    if (rec.exit_code or 0) != 0 and not outcome.timed_out and outcome.limit_exceeded is None:
+        program = shown[0] if shown else ""
+        if os.path.isabs(program) and not os.access(program, os.X_OK):
+            raise HostFault(f"{program} is missing or not executable (it exited {rec.exit_code})")
+    return outcome
+
+
+@dataclass(frozen=True)
+class _Spawned:
+    proc: asyncio.subprocess.Process
+    spawned_ticks: int
+    last_pid: int | None
+    looked_at: float
+    token: str
+
+
+async def _watch(
+    spawn: _Spawned,
+    shown: list[str],
+    stage: Stage,
+    start: float,
+    remaining: float,
+    capture: _Capture,
+    limits: Limits | None,
+    sandboxed: bool,
+    tail_chars: int,
+) -> CommandOutcome:
+    """Follow the started command to its end, kill its tree, and say how it ended."""
+    proc = spawn.proc
+    loop = asyncio.get_running_loop()
     try:
         watcher = _Watcher(
-            proc.pid, spawned_ticks, last_pid, looked_at, token, limits, asyncio.get_running_loop()
+            proc.pid, spawn.spawned_ticks, spawn.last_pid, spawn.looked_at, spawn.token, limits, loop
         )
         watcher.thread.start()
-    except BaseException:
+    except BaseException as exc:
         _killpg(proc.pid)
+        with contextlib.suppress(Exception):
+            proc._transport.close()  # type: ignore[attr-defined]  # releases the pipe
+        if isinstance(exc, Exception) and (why := host_fault_reason(exc)) is not None:
+            raise HostFault(f"the process watcher could not start: {why}") from exc
         raise
+    group = _group.get()
+    if group is not None:
+        group.watchers.add(watcher)
     assert proc.stdout is not None
     drain = asyncio.ensure_future(_drain(proc.stdout, capture))
     timed_out = False
@@ -763,8 +1007,14 @@ async def run_command(
             timed_out = True
     finally:
         # Runs on normal exit, deadline, caps and cancellation alike; re-raises cancellation.
-        await _finish(proc, drain, watcher)
+        try:
+            await _finish(proc, drain, watcher)
+        finally:
+            if group is not None:
+                group.watchers.discard(watcher)
     if watcher.error is not None:
+        if (why := host_fault_reason(watcher.error)) is not None:
+            raise HostFault(f"the process watcher stopped: {why}") from watcher.error
         raise RuntimeError(f"the process watcher failed: {watcher.error!r}") from watcher.error
     returncode = proc.returncode
     assert returncode is not None
