@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers import DOUBLE_DIR, double_config, grade_task, submission  # noqa: E402
 
+from lean_mod_add_proof.grading import native_judge  # noqa: E402
 from lean_mod_add_proof.grading import package as pkgmod  # noqa: E402
 from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 from lean_mod_add_proof.grading.result import GradeResult  # noqa: E402
@@ -61,8 +62,9 @@ def run_bare(commands: list[tuple[list[str], Path, dict[str, str]]]) -> float:
 async def paired(tmp: Path, rounds: int, sandbox: str) -> dict[str, float]:
     config = double_config(tmp, sandbox=sandbox, max_concurrent=1)
     task = grade_task()
+    native_judge.forget()  # cold: as a new process with an empty cache
     first = await grade(submission(), task, config, skip_selftest=True)  # fills the cache
-    assert first.accepted, first.reason
+    assert first.accepted and first.judge_mode == "native", first.reason
     kept = await grade(
         submission(), task, config.model_copy(update={"keep_packages": True}), skip_selftest=True
     )
@@ -83,6 +85,8 @@ async def paired(tmp: Path, rounds: int, sandbox: str) -> dict[str, float]:
         "overhead": statistics.median(overheads),
         "setup": statistics.median(setups),
         "processes": statistics.median(processes),
+        "cold": len(first.commands),
+        "cold_lean": sum(Path(c.argv[0]).name in ("lean", "leanc") for c in first.commands),
     }
 
 
@@ -119,7 +123,9 @@ def main() -> int:
         for mode in modes:
             table.add_column(f"sandbox={mode}", justify="right")
         rows = [
-            ("Lean processes per grade", lambda f: f"{f['processes']:.0f}"),
+            ("processes, first grade (judge build+check, prebuild, build, judge)", lambda f: f"{f['cold']}"),
+            ("  of which lean/leanc (no grade elaborates Judge.lean)", lambda f: f"{f['cold_lean']}"),
+            ("processes per cached grade (build, compiled judge)", lambda f: f"{f['processes']:.0f}"),
             ("the commands run bare (ms)", lambda f: f"{f['bare'] * 1000:.1f}"),
             ("the whole grade (ms)", lambda f: f"{f['total'] * 1000:.1f}"),
             ("grader overhead (grade - bare, paired) (ms)", lambda f: f"{f['overhead'] * 1000:.1f}"),

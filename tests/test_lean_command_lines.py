@@ -86,7 +86,9 @@ async def test_lean_version_runs_once_per_process_not_per_grade(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("native", [True, False])
-async def test_the_judges_own_memory_is_not_counted_against_the_submission(tmp_path: Path, native: bool) -> None:
+async def test_the_judges_own_memory_is_not_counted_against_the_submission(
+    tmp_path: Path, native: bool
+) -> None:
     """`memory_mb` bounds what the submission adds: the judge gets its own fixed cost on top
     (JUDGE_MEMORY_MB; estimates until a Lean run measures them), so even the smallest cap
     (64 MiB) cannot turn an honest proof into "memory cap exceeded" at the judge."""
@@ -99,4 +101,6 @@ async def test_the_judges_own_memory_is_not_counted_against_the_submission(tmp_p
     res = await run_double(
         submission(f"judge alloc {JUDGE_MEMORY_MB[mode] + 200}"), tmp_path, memory_mb=64, native_judge=native
     )
-    assert res.judged and res.failed_stage == "leanchecker" and "memory cap exceeded" in res.reason, res.reason
+    assert res.judged and res.failed_stage == "leanchecker" and "memory cap exceeded" in res.reason, (
+        res.reason
+    )

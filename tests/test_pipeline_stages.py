@@ -25,6 +25,7 @@ from helpers import (
 from lean_mod_add_proof.constants import theorem_name
 from lean_mod_add_proof.grading import pipeline, sandbox, workdirs
 from lean_mod_add_proof.grading.grader import grade, grade_reply
+from lean_mod_add_proof.grading.judge import JudgeReport
 
 
 async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
@@ -266,3 +267,21 @@ async def test_concurrency_limit_and_queued_time(tmp_path: Path) -> None:
     assert time.monotonic() - started >= 1.8
     queued = sorted(r.queued_seconds for r in results)
     assert queued[0] < 0.3 and queued[-1] >= 1.0  # the last waited for two others' slots
+
+
+@pytest.mark.parametrize("verdict", ["error", "", "OK", "accepted"])
+async def test_only_the_ok_verdict_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: str
+) -> None:
+    """A verdict the grader does not name (the `Verdict` Literal widened later, say) is could not
+    judge, never a pass: the pipeline accepts exactly "ok", it does not reject a known list."""
+    real = pipeline.parse_judge_output
+
+    def widened(text: str) -> JudgeReport:
+        report = real(text)
+        return JudgeReport.model_construct(**{**report.model_dump(), "verdict": verdict})
+
+    monkeypatch.setattr(pipeline, "parse_judge_output", widened)
+    res = await run_double(submission(), tmp_path)
+    assert not res.accepted and not res.judged, res.reason
+    assert "verdict the grader does not know" in res.reason

@@ -132,7 +132,8 @@ async def test_a_failure_is_not_remembered_on_disk(tmp_path: Path) -> None:
 def test_the_key_changes_with_what_a_pass_depends_on(tmp_path: Path) -> None:
     tc = _double()
     base = selftest.selftest_key(tc, double_config(tmp_path), "native:ab")
-    assert base == selftest.selftest_key(tc, double_config(tmp_path, work_root=tmp_path / "elsewhere"), "native:ab")
+    elsewhere = double_config(tmp_path, work_root=tmp_path / "elsewhere")
+    assert base == selftest.selftest_key(tc, elsewhere, "native:ab")
     assert base != selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"), "native:ab")
     assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048), "native:ab")
     # a pass with one judge says nothing of another: another executable, or `lean --run`

@@ -75,7 +75,9 @@ async def test_more_imports_than_the_verdict_lists_end_in_a_marker(tmp_path: Pat
 
 
 async def test_deeply_nested_json_from_the_build_is_plain_text(tmp_path: Path) -> None:
-    res = await run_double(submission("build nested 100000", "build fail it stopped"), tmp_path, skip_guard=True)
+    res = await run_double(
+        submission("build nested 100000", "build fail it stopped"), tmp_path, skip_guard=True
+    )
     assert res.judged and res.failed_stage == "build", res.reason
     assert "internal grader error" not in res.reason
 

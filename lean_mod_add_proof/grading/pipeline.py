@@ -270,6 +270,11 @@ async def _sweep_once(work_root: Path | None, cache_root: Path) -> None:
         await workdirs.run_in_thread(workdirs.sweep_dead, work_root, cache_root)
 
 
+def default_concurrency(threads: int) -> int:
+    """How many grades run Lean at once when `max_concurrent` is unset: one per `threads` cores."""
+    return max(1, (os.cpu_count() or 1) // threads)
+
+
 def cache_key_for(task: GradeTask, toolchain: Toolchain) -> str:
     """The key the task's prebuilt package is filed under in the cache (pure)."""
     return pkgmod.cache_key(toolchain.version, toolchain.dir, task_sources(task))
@@ -642,7 +647,7 @@ async def grade(
         await g.prepare_judge(env)
         if toolchain_check is not None:
             await g.check_toolchain(env, toolchain_check)
-        limit = config.max_concurrent or os.cpu_count() or 1
+        limit = config.max_concurrent or default_concurrency(config.threads)
         queued = time.monotonic()
         async with _semaphore(limit):
             g.result.queued_seconds = round(time.monotonic() - queued, 4)

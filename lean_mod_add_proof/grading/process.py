@@ -932,7 +932,9 @@ async def run_command(
                 pass_fds=() if status_w is None else (status_w,),
             )
         except OSError as exc:
-            raise HostFault(_spawn_fault(exc, full[0]), sandbox=sandboxed and exc.errno == errno.ENOENT) from exc
+            raise HostFault(
+                _spawn_fault(exc, full[0]), sandbox=sandboxed and exc.errno == errno.ENOENT
+            ) from exc
         finally:
             if status_w is not None:
                 os.close(status_w)  # the child has its copy; EOF once bwrap is gone

@@ -40,7 +40,7 @@ class GraderSettings(BaseModel):
     max_file_mb: int = Field(1024, ge=1)
     """Largest file a Lean process may write, in MiB (a bigger write kills the process)."""
     max_concurrent: int | None = Field(None, ge=1)
-    """How many grades may run Lean at once in this process (default: the number of cores)."""
+    """How many grades may run Lean at once in this process (default: cores divided by threads)."""
     threads: int = Field(1, ge=1, le=256)
     """Threads each Lean process of a grade may use (`lean -j`; LEAN_NUM_THREADS for the judge)."""
     native_judge: bool = True
