@@ -119,6 +119,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "str.count with start None starts at 0",
     ),
     Equivalent(
+        "judge",
+        'return line.replace(" ", "").find(\'"judge":\') != -1  # a broken verdict still counts as one',
+        'return line.replace(" ", "").rfind(\'"judge":\') != -1  # a broken verdict still counts as one',
+        "find and rfind are both -1 exactly when the substring is absent",
+    ),
+    Equivalent(
         "guard",
         'if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] '
         "not in _WORD_SET)):",
@@ -448,7 +454,10 @@ def run_supplement(scratch: Path, module: str) -> list[Mutant]:
     try:
         for mutant in mutants:
             path.write_text(mutant.source)
-            mutant.status = _run_pytest_forked(scratch, tests, timeout)
+            for test_file in tests:  # one file at a time: most mutants die in the first one
+                mutant.status = _run_pytest_forked(scratch, (test_file,), timeout)
+                if mutant.status != "survived":
+                    break
     finally:
         path.write_text(original)
     return mutants

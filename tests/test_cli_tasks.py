@@ -10,9 +10,11 @@ import pytest
 from helpers import make_task_set
 
 from lean_mod_add_proof.cli import main
+from lean_mod_add_proof.cli.exits import EXIT_PROBLEM
 from lean_mod_add_proof.constants import reference_submission, theorem_signature
 from lean_mod_add_proof.dataset.tasks import (
     NETWORK_LEAN_PATH,
+    load_tasks,
 )
 
 
@@ -112,7 +114,7 @@ def test_install_lean_fails_fast_without_network(capsys, tmp_path: Path, monkeyp
         "3",
     )
     assert time.monotonic() - started < 10
-    assert code == 2
+    assert code == EXIT_PROBLEM  # an install that failed (cli/exits.py)
     assert "needs internet access" in err and "elan toolchain install" in err
 
 
@@ -136,3 +138,124 @@ def test_tasks_shows_and_sorts_by_kernel_work(
     assert costs == sorted(costs) and costs[0] == 2 * 5**3 * 8
     code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
     assert code == 0 and "kernel mul-adds" in out and f"{2 * 11**3 * 8:,}" in out
+
+
+# --- prompt size in tokens -------------------------------------------------------------------------
+
+
+def json_rows(capsys, tasks_dir: Path, *extra: str) -> list[dict]:
+    code, out, err = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "all", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def no_tiktoken_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """tiktoken with an empty cache; any download it tried is recorded (and refused)."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken-cache"))
+    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOKENIZER", raising=False)
+    fetched: list[str] = []
+    requests = pytest.importorskip("requests")
+
+    def refuse(url, *args, **kwargs):
+        fetched.append(url)
+        raise requests.ConnectionError("no network in this test")
+
+    monkeypatch.setattr(requests, "get", refuse)
+    return fetched
+
+
+def test_tasks_show_prompt_tokens_estimated_without_a_tokenizer(
+    capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch, no_tiktoken_download: list[str]
+) -> None:
+    from lean_mod_add_proof.cli.tasks import estimate_tokens, prompt_text
+
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
+    assert code == 0 and not no_tiktoken_download  # auto never downloads a vocabulary
+    assert "prompt tokens" in out and "estimate (digits + other characters / 2.5)" in out
+    assert "hf:<your model>" in out and "largest prompt ≈" in out
+    rows = json_rows(capsys, tasks_dir)
+    records = {r.id: r for r in load_tasks(tasks_dir)}
+    for row in rows:
+        assert row["tokenizer"].startswith("estimate")
+        assert row["prompt_tokens"] == estimate_tokens(prompt_text(records[row["id"]], tasks_dir))
+        assert f"≈{row['prompt_tokens']:,}" in out
+    assert json_rows(capsys, tasks_dir, "--tokenizer", "estimate") == rows
+
+
+def test_estimate_tokens() -> None:
+    from lean_mod_add_proof.cli.tasks import estimate_tokens
+
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("12345") == 5  # one per digit
+    assert estimate_tokens("abcde") == 2 and estimate_tokens("abcdef") == 3  # ceil(chars / 2.5)
+    assert estimate_tokens("x = -127, 64") == 5 + 3  # 5 digits, 7 others
+
+
+def test_prompt_text_is_what_the_model_is_sent(tasks_dir: Path) -> None:
+    from lean_mod_add_proof.cli.tasks import prompt_text
+    from lean_mod_add_proof.taskset import LeanModAddProofTaskset, LeanTasksetConfig
+
+    ts = LeanModAddProofTaskset(LeanTasksetConfig(id="lean-mod-add-proof", tasks_dir=tasks_dir, split="all"))
+    records = {r.id: r for r in load_tasks(tasks_dir)}
+    for task in ts:
+        text = prompt_text(records[task.key], tasks_dir)
+        assert text == task.data.system_prompt + "\n" + task.data.prompt
+
+
+def test_tasks_sort_by_prompt_tokens(capsys, tasks_dir: Path) -> None:
+    tokens = [r["prompt_tokens"] for r in json_rows(capsys, tasks_dir, "--sort", "prompt-tokens")]
+    assert tokens == sorted(tokens) and len(set(tokens)) > 1
+
+
+def test_tasks_tokenizer_from_the_environment(capsys, tasks_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LEAN_MOD_ADD_PROOF_TOKENIZER", "estimate")
+    assert {r["tokenizer"] for r in json_rows(capsys, tasks_dir)} == {
+        "estimate (digits + other characters / 2.5)"
+    }
+
+
+def test_auto_uses_tiktoken_when_its_vocabulary_is_on_disk(capsys, tasks_dir: Path, monkeypatch) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOKENIZER", raising=False)
+
+    class Words:
+        def encode(self, text: str, disallowed_special=()) -> list[str]:
+            return text.split()
+
+    asked = []
+    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: asked.append(name) or Words())
+    rows = json_rows(capsys, tasks_dir)
+    assert asked == ["o200k_base"]
+    assert {r["tokenizer"] for r in rows} == {"tiktoken o200k_base"}
+    assert all(r["prompt_tokens"] > 100 for r in rows)
+
+
+def test_hugging_face_tokenizer_file(capsys, tasks_dir: Path, tmp_path: Path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    from lean_mod_add_proof.cli.tasks import prompt_text
+
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    rows = json_rows(capsys, tasks_dir, "--tokenizer", f"hf:{path}")
+    records = {r.id: r for r in load_tasks(tasks_dir)}
+    for row in rows:
+        assert row["tokenizer"] == str(path)
+        assert row["prompt_tokens"] == len(tok.encode(prompt_text(records[row["id"]], tasks_dir)).ids)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("bogus", "unknown tokenizer 'bogus'"),
+        ("hf:", "unknown tokenizer"),
+        ("tiktoken:no_such_encoding", "tiktoken encoding 'no_such_encoding'"),
+    ],
+)
+def test_bad_tokenizer_is_one_line_and_exit_2(capsys, tasks_dir: Path, spec: str, message: str) -> None:
+    code, out, err = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--tokenizer", spec)
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1, err

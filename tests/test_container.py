@@ -139,6 +139,11 @@ def test_recipe_installs_the_sandbox_the_package_and_a_warm_cache() -> None:
             assert (ROOT / source).exists(), source
     # the wheel build in the image needs what pyproject force-includes
     assert re.search(r"^COPY configs /src/configs$", CONTAINERFILE, re.MULTILINE)
+    # and the context sends exactly what is copied (container/Containerfile.dockerignore)
+    ignore = (ROOT / "container" / "Containerfile.dockerignore").read_text(encoding="utf-8").splitlines()
+    allowed = {line[1:] for line in ignore if line.startswith("!")}
+    assert "*" in ignore
+    assert {source for line in copies for source in line.split()} == allowed
 
 
 @needs_make

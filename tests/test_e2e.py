@@ -12,6 +12,7 @@ the lean_stages metrics and the grader's info.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -164,12 +165,15 @@ def _double_flags(tmp_path: Path) -> list[str]:
     ]
 
 
-def _run_vf_eval(tmp_path: Path, policy: str, run: str, env: dict | None = None, **kwargs) -> list[dict]:
+def _vf_eval(
+    tmp_path: Path, policy: str, run: str, env: dict | None = None, **kwargs
+) -> tuple[list[dict], subprocess.CompletedProcess[str]]:
+    """vf-eval against a baseline server answering `policy`, asked for by its model name."""
     if not (VENV_BIN / "uv").is_file() and shutil.which("uv") is None:
         pytest.skip("uv not installed (the null harness needs it): run `make setup`")
     out_dir = tmp_path / "runs"
-    with running_server(policy) as server:
-        argv = vf_eval_argv(server.base_url, out_dir, run, n=2, max_p=5, **kwargs)
+    with running_server("reference") as server:  # the model name picks the policy
+        argv = vf_eval_argv(server.base_url, out_dir, run, n=2, max_p=5, model=f"baseline-{policy}", **kwargs)
         done = subprocess.run(
             argv,
             env={**child_env(), **(env or {})},
@@ -181,7 +185,11 @@ def _run_vf_eval(tmp_path: Path, policy: str, run: str, env: dict | None = None,
     assert done.returncode == 0, done.stderr[-4000:]
     traces = read_traces(out_dir / run / "traces.jsonl")
     assert len(traces) == 2, (out_dir / run / "traces.jsonl").read_text()[-3000:]
-    return traces
+    return traces, done
+
+
+def _run_vf_eval(tmp_path: Path, policy: str, run: str, env: dict | None = None, **kwargs) -> list[dict]:
+    return _vf_eval(tmp_path, policy, run, env, **kwargs)[0]
 
 
 @pytest.mark.e2e
@@ -232,7 +240,7 @@ def test_grading_in_the_runtime_matches_the_host(tmp_path: Path, policy: str) ->
     box inherits) and its verdicts are the host's."""
     box_env = {"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(DOUBLE_DIR)}
     common = ["--env.taskset.task.sandbox", "off", "--env.taskset.task.cache-dir", str(tmp_path / "cache")]
-    runtime = ["--env.taskset.task.grade-in", "runtime", "--env.taskset.image", ""]  # subprocess: no image
+    runtime = ["--env.taskset.task.grade-in", "runtime"]  # the default image needs no unsetting here
     host = _run_vf_eval(
         tmp_path,
         policy,
@@ -267,7 +275,7 @@ def test_grading_in_a_runtime_without_lean_is_could_not_judge(tmp_path: Path) ->
         "reference",
         "box",
         env={"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(empty)},
-        extra=["--env.taskset.task.grade-in", "runtime", "--env.taskset.image", ""],
+        extra=["--env.taskset.task.grade-in", "runtime"],
     )
     for trace in box:
         info = trace["info"]["lean_grader"]
@@ -304,3 +312,76 @@ def test_compiler_feedback_two_attempts(tmp_path: Path) -> None:
         assert info["accepted"] and trace["rewards"]["kernel_accepts"]["score"] == 0.5
         assert trace["metrics"]["lean_stages/attempts"] == 2.0
         assert trace["metrics"]["lean_stages/first_attempt_accepted"] == 0.0
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_default_rich_output_names_the_could_not_judge_reason(tmp_path: Path) -> None:
+    """vf-eval in its default (rich) mode, no Lean: one line before the dashboard says grading is
+    not possible and why, the dashboard's rows name GraderUnavailable, and one line after it
+    repeats the reason and where each rollout's copy is."""
+    empty = tmp_path / "no-toolchain"
+    empty.mkdir()
+    extra = ["--env.taskset.task.toolchain-dir", str(empty)]
+    traces, done = _vf_eval(tmp_path, "reference", "rich", rich=True, on_grader_error="raise", extra=extra)
+    assert all(not t["ok"] for t in traces)
+    assert {e["type"] for t in traces for e in t["errors"]} == {"GraderUnavailable"}
+    messages = [t["errors"][0]["message"] for t in traces]
+    assert all(m.startswith("could not judge: Lean toolchain not found") for m in messages), messages
+    err = done.stderr
+    assert "No handlers could be found" not in err
+    lines = [line for line in err.splitlines() if line.startswith("lean-mod-add-proof: ")]
+    assert len(lines) == 2, err[-3000:]
+    before, after = lines
+    assert "GRADING IS NOT POSSIBLE here: Lean toolchain not found" in before and str(empty) in before
+    assert after.startswith("lean-mod-add-proof: 2 grade(s) could not judge")
+    assert "traces[i].errors[j].message" in after and str(empty) in after
+    assert "GraderUnavailable" in done.stdout  # the dashboard's error column
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_vf_validate_names_the_could_not_judge_reason(tmp_path: Path) -> None:
+    empty = tmp_path / "no-toolchain"
+    empty.mkdir()
+    out_dir = tmp_path / "validate"
+    argv = [
+        str(VENV_BIN / "vf-validate"),
+        TASKSET_ID,
+        "--runtime.type",
+        "subprocess",
+        "-n",
+        "2",
+        "-o",
+        str(out_dir),
+        "--taskset.max-p",
+        "5",
+        "--taskset.task.toolchain-dir",
+        str(empty),
+    ]
+    done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("lean-mod-add-proof: ")]
+    assert len(lines) == 2, done.stderr[-3000:]
+    assert "GRADING IS NOT POSSIBLE here: Lean toolchain not found" in lines[0]
+    assert "2 grade(s) could not judge" in lines[1] and "results.jsonl" in lines[1]
+    (results,) = out_dir.glob("*/results.jsonl")
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    assert len(rows) == 2 and all("Lean toolchain not found" in r["gold"]["error"] for r in rows)
+
+
+@pytest.mark.e2e
+@needs_tasks
+def test_vf_eval_by_full_path_without_the_venv_on_path(tmp_path: Path) -> None:
+    """vf-eval run by its full path, the virtual environment not on PATH (and pip unable to fetch
+    uv): the null harness finds this package's own uv and the rollouts complete."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PIP_NO_INDEX": "1",
+        "PIP_CONFIG_FILE": os.devnull,
+        "LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(DOUBLE_DIR),
+    }
+    extra = ["--env.taskset.task.sandbox", "off", "--env.taskset.task.cache-dir", str(tmp_path / "cache")]
+    traces = _run_vf_eval(tmp_path, "reference", "bare-path", env=env, on_grader_error="raise", extra=extra)
+    assert all(t["ok"] for t in traces), [t["errors"] for t in traces]
+    assert [t["rewards"]["kernel_accepts"]["score"] for t in traces] == [1.0, 1.0]

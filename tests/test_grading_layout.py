@@ -103,7 +103,7 @@ GOOD = {
 
 
 def _as_lean_prints(obj: dict) -> str:
-    """Lean's `Json.compress`: keys in alphabetical order, no spaces."""
+    """A verdict line as Lean could print it: no spaces; the parser relies on no key order."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 

@@ -150,6 +150,13 @@ def test_parse_judge_output_is_strict(text: str, message: str) -> None:
     assert str(caught.value) == message
 
 
+def test_a_broken_json_line_without_a_judge_key_is_no_verdict() -> None:
+    # Only a line that holds `"judge":` counts as a (possibly broken) verdict.
+    assert parse_judge_output("{not json\n{ broken: 1\n" + line()).verdict == "ok"
+    with pytest.raises(JudgeOutputError, match="more than one verdict"):
+        parse_judge_output('{ "judge" :\n' + line())
+
+
 def test_a_verdict_in_any_key_order_and_spacing_parses() -> None:
     assert parse_judge_output(json.dumps(GOOD, indent=None)).verdict == "ok"
     assert parse_judge_output("   " + line() + "   \n\n").verdict == "ok"

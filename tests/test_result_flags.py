@@ -98,10 +98,16 @@ def test_timeout_must_be_positive_and_finite() -> None:
             GraderConfig(timeout_s=bad)
 
 
-@pytest.mark.parametrize(("setting", "bad"), [("axioms_mode", "some"), ("sandbox", "yes")])
-def test_choices(setting: str, bad: str) -> None:
-    with pytest.raises(ValidationError, match=setting):
-        GraderConfig(**{setting: bad})  # type: ignore[arg-type]
+CHOICES: dict[str, tuple[str, ...]] = {"axioms_mode": ("subset", "exact"), "sandbox": ("auto", "on", "off")}
+
+
+@pytest.mark.parametrize("setting", list(CHOICES))
+def test_choices(setting: str) -> None:
+    for choice in CHOICES[setting]:
+        assert getattr(GraderConfig(**{setting: choice}), setting) == choice  # type: ignore[arg-type]
+    for bad in ("some", "", "ON"):
+        with pytest.raises(ValidationError, match=setting):
+            GraderConfig(**{setting: bad})  # type: ignore[arg-type]
 
 
 def test_paths_are_paths() -> None:
@@ -219,6 +225,36 @@ def test_result_defaults() -> None:
         0,
     )
     assert not result.accepted
+
+
+def test_result_choices() -> None:
+    for stage in STAGES:
+        assert GradeResult(stage_reached=stage, failed_stage=stage).failed_stage == stage
+    for cache in ("hit", "built", "off", "unused"):
+        assert GradeResult(cache=cache).cache == cache  # type: ignore[arg-type]
+    for mode in ("native", "interpreted", None):
+        assert GradeResult(judge_mode=mode).judge_mode == mode  # type: ignore[arg-type]
+    for field, bad in (
+        ("stage_reached", "lean"),
+        ("failed_stage", "done"),
+        ("cache", "cold"),
+        ("judge_mode", "x"),
+    ):
+        with pytest.raises(ValidationError, match=field):
+            GradeResult(**{field: bad})  # type: ignore[arg-type]
+
+
+def test_result_text_and_time_defaults() -> None:
+    result = GradeResult()
+    assert (result.task_id, result.theorem, result.judge_note, result.package_dir, result.toolchain) == (
+        "",
+        "",
+        "",
+        None,
+        None,
+    )
+    assert (result.grader_seconds, result.queued_seconds, result.stage_seconds) == (0.0, 0.0, {})
+    assert (result.guard_skipped, result.judge_mode) == (False, None)
 
 
 def test_command_record_signal_defaults_to_none() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
@@ -472,3 +473,153 @@ def test_surrogates_and_nul_are_rejected_by_the_extractor(task: LeanTask) -> Non
     assert info["failed_stage"] == "extract"
     info = assert_zero_with_reason(score(task, "```lean\nimport LeanCheckedNetwork.Weights\x00\n```"))
     assert info["failed_stage"] == "extract"
+
+
+# --- saying why grading failed, before and after the run ------------------------------------------
+
+
+def test_could_not_judge_is_a_typed_verifiers_error(task: LeanTask) -> None:
+    """verifiers records a TaskError subclass as it is: the type vf-eval's dashboard shows is
+    GraderUnavailable, and the message is the reason itself (no "task LeanTask scoring:" prefix)."""
+    assert issubclass(GraderUnavailable, vf.TaskError)
+    trace = make_trace(task, "```lean\n" + reference_submission(task.data.p) + "```")
+    with pytest.raises(GraderUnavailable) as info:
+        asyncio.run(task.score(trace))
+    trace.record_error(info.value)
+    (error,) = trace.errors
+    assert error.type == "GraderUnavailable" and not trace.ok
+    assert error.message.startswith("could not judge: Lean toolchain not found")
+
+
+def test_package_logs_reach_the_verifiers_cli_handlers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under vf-eval's rich dashboard the last-resort handler is off: this package's warnings
+    must still reach the handlers verifiers installed (its log file), with no "No handlers could
+    be found" line on the terminal."""
+    import logging
+
+    import lean_mod_add_proof.taskset as module
+
+    seen: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    library = logging.getLogger("verifiers.v1")
+    handler = Capture()
+    monkeypatch.setattr(logging, "lastResort", None)
+    monkeypatch.setattr(logging.Logger.manager, "emittedNoHandlerWarning", False)
+    library.addHandler(handler)
+    try:
+        module.logger.warning("grading note %d", 7)
+    finally:
+        library.removeHandler(handler)
+    assert seen == ["grading note 7"]
+    assert "No handlers could be found" not in capsys.readouterr().err
+
+
+def test_load_says_before_any_rollout_that_grading_is_not_possible(
+    tasks_dir: Path, no_toolchain: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ts = taskset(tasks_dir, split="train", task={"toolchain_dir": no_toolchain})
+    assert len(list(ts)) == 3
+    err = capsys.readouterr().err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("lean-mod-add-proof: GRADING IS NOT POSSIBLE here: Lean toolchain not found")
+    assert str(no_toolchain) in line and "install-lean" in line
+    assert "Every rollout will error (on_grader_error=raise)" in line
+    assert "traces[i].errors[j].message" in line
+    list(ts)
+    assert capsys.readouterr().err == ""  # once per process and reason
+
+
+def test_no_banner_when_grading_can_work(
+    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ts = taskset(tasks_dir, split="train", task={"toolchain_dir": DOUBLE_DIR, "sandbox": "off"})
+    assert ts.preflight() is None
+    list(ts)
+    assert "GRADING IS NOT POSSIBLE" not in capsys.readouterr().err
+
+
+def test_the_summary_at_exit_names_the_reason_and_where_it_is(
+    task: LeanTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lean_mod_add_proof.taskset as module
+
+    monkeypatch.setattr(module, "_unjudged", {})
+    monkeypatch.setattr(module, "_unjudged_policy", {})
+    assert module.unjudged_summary() is None
+    for _ in range(2):
+        trace = make_trace(task, "```lean\n" + reference_submission(task.data.p) + "```")
+        with pytest.raises(GraderUnavailable):
+            asyncio.run(task.score(trace))
+    line = module.unjudged_summary()
+    assert line is not None and line.startswith("2 grade(s) could not judge")
+    assert "on_grader_error=raise" in line and "traces.jsonl: traces[i].errors[j].message" in line
+    assert "First reason: Lean toolchain not found" in line
+
+
+def _env(tasks_dir: Path, runtime: str, **task: object) -> LeanEnv:
+    cfg = vf.resolve_env_config(
+        {
+            "taskset": {"id": TASKSET_ID, "tasks_dir": str(tasks_dir), "max_p": 5, "task": task},
+            "agent": {"runtime": {"type": runtime}},
+        }
+    )
+    env = vf.load_environment(cfg)
+    assert isinstance(env, LeanEnv)
+    return env
+
+
+def test_runtime_grading_on_the_subprocess_runtime_needs_no_image_flag(
+    tasks_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """grade_in=runtime with the default image on the subprocess runtime: the box is this
+    machine, so the tasks carry no image (verifiers would refuse every rollout otherwise) and one
+    line says so; on a container runtime the image stays."""
+    from verifiers.v1.utils.compile import resolve_runtime_config
+
+    monkeypatch.setenv("PATH", os.environ.get("PATH", ""))  # the env may extend PATH
+    env = _env(tasks_dir, "subprocess", grade_in="runtime", sandbox="off")
+    tasks = list(env.taskset)
+    assert tasks and {t.data.image for t in tasks} == {None}
+    for t in tasks:
+        resolve_runtime_config(env.config.agent.runtime, t)  # no "has no container" refusal
+    assert "grade_in=runtime on the subprocess runtime" in capsys.readouterr().err
+    docker = _env(tasks_dir, "docker", grade_in="runtime")
+    assert {t.data.image for t in docker.taskset} == {"lean-mod-add-proof:0.1.0"}
+    host = _env(tasks_dir, "subprocess")
+    assert {t.data.image for t in host.taskset} == {None}
+
+
+def test_own_tools_go_on_path_for_local_boxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vf-eval started by its full path, the virtual environment not activated: the null harness's
+    `uv` and the box's `lean-mod-add-proof` are this package's own, found next to it."""
+    import lean_mod_add_proof.taskset as module
+
+    uv = module.own_uv()
+    assert uv is not None and uv.is_file()
+    environ = {"PATH": str(tmp_path)}
+    assert module.put_own_tools_on_path(environ, need_cli=True) is None
+    dirs = environ["PATH"].split(os.pathsep)
+    assert dirs[0] == str(tmp_path) and str(uv.parent) in dirs
+    assert (module.own_scripts_dir() / "lean-mod-add-proof").is_file()
+    assert str(module.own_scripts_dir()) in dirs
+    unchanged = {"PATH": environ["PATH"]}
+    assert module.put_own_tools_on_path(unchanged, need_cli=True) is None
+    assert unchanged["PATH"] == environ["PATH"]  # already there: nothing added twice
+    monkeypatch.setattr(module, "own_uv", lambda: None)
+    bare = {"PATH": str(tmp_path)}
+    problem = module.put_own_tools_on_path(bare, need_cli=False)
+    assert problem is not None and "pip install uv" in problem and "\n" not in problem
+
+
+def test_the_env_puts_its_own_uv_on_path(tasks_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    import lean_mod_add_proof.taskset as module
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    _env(tasks_dir, "subprocess")
+    assert str(module.own_uv().parent) in os.environ["PATH"].split(os.pathsep)

@@ -1,15 +1,17 @@
 /-
 The trusted judge of lean-mod-add-proof: kernel replay, statement check and axiom walk in one
-process, run by the grader after the untrusted build as
+process, run by the grader after the untrusted build, compiled once per toolchain
+(`lean -c Judge.c Judge.lean`, then `leanc`) or else as `lean --run Judge.lean`, with
 
-  lean --run Judge.lean --olean submission/Submission.olean --lib lib --toolchain-lib DIR
+  --olean submission/Submission.olean --lib lib --toolchain-lib DIR
     --theorem T --spec S --check C --allow-import M ... --require-import M
 
 from a fresh directory that holds only this file, byte-verified copies of the trusted
 Network/Weights oleans under `lib/`, and the submission's olean under `submission/` (which is not
 on any search path). It prints a `{"phase":"replay"}` line once its trusted set-up is done, then
 exactly one JSON object line holding `"judge":1` and the verdict
-(`Json.compress` orders keys alphabetically) and exits 0 whenever it reached a verdict about the
+(the order of its keys is whatever `Json.compress` writes, and nothing depends on
+it) and exits 0 whenever it reached a verdict about the
 submission; any other ending means "no verdict", never "accepted".
 
 Why it can be trusted (every API below is cited; sources read from leanprover/lean4, newest
@@ -219,7 +221,7 @@ def kernelMessage (ex : Kernel.Exception) : IO String :=
 
 /-- Printed (and flushed) once the trusted set-up is done and the submission's data is about to be
 read: from here on, a judge that ends without a verdict ended on the submission's input (a
-kernel panic such as an oversized `Nat.shiftLeft` exits the process outright), so the grader
+crash, such as a native stack overflow on a deep term, exits the process outright), so the grader
 counts it as a rejection. Before it, an ending without a verdict is the judge's own failure.
 `IO.getStdout`, `IO.FS.Stream.putStrLn`/`flush`: src/Init/System/IO.lean. -/
 def markReplayStarted : IO Unit := do

@@ -9,8 +9,8 @@ imports, replays its constants through the kernel, kernel-checks `theorem <check
 - argv: `lean --run Judge.lean --olean submission/Submission.olean --lib lib --toolchain-lib D
   --theorem T --spec S --check C --allow-import M ... --require-import M`
 - stdout: a `{"phase":"replay"}` line once its trusted set-up is done, then exactly one JSON
-  object line with a `judge` key (Lean's `Json.compress` writes keys in alphabetical order, so it
-  starts with `{"axioms":`), the last line it prints; exit 0 whenever it printed a verdict
+  object line with a `judge` key (in whatever key order `Json.compress`
+  writes: the grader does not rely on it), the last line it prints; exit 0 whenever it printed a verdict
   (accepting or rejecting). Anything else (no such line, two, a non-zero exit, an unknown
   verdict) means the judge reached no verdict.
 - The verdict line is printable ASCII (the judge escapes everything else as a `\\u` escape), its

@@ -50,15 +50,25 @@ from lean_mod_add_proof.grading.native_judge import BUILD_MEMORY_MB as NATIVE_JU
 from lean_mod_add_proof.grading.native_judge import NativeJudge, NoNativeJudge, ensure_native_judge, unchanged
 from lean_mod_add_proof.grading.native_judge import forget as forget_native_judge
 from lean_mod_add_proof.grading.process import (
+    CommandGroup,
     CommandOutcome,
+    HostFault,
     Limits,
     child_env,
+    command_group,
     find_prlimit,
+    host_fault_reason,
     kill_dead_graders_processes,
     run_command,
 )
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, JudgeMode, Stage
-from lean_mod_add_proof.grading.sandbox import bwrap_argv, decide_sandbox, host_layout, probe_sandbox
+from lean_mod_add_proof.grading.sandbox import (
+    bwrap_argv,
+    decide_sandbox,
+    forget_probe,
+    host_layout,
+    probe_sandbox,
+)
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 OnStage = Callable[[str], None]
@@ -238,21 +248,30 @@ class _Env:
                 )
                 + full
             )
-        return await run_command(
-            full,
-            stage=stage,
-            cwd=cwd,
-            env=env,
-            deadline=deadline,
-            output_cap_bytes=output_cap_bytes or self.config.output_cap_bytes,
-            tail_chars=self.config.tail_chars,
-            limits=self.limits(
-                grade_dir, trusted=trusted, memory_floor_mb=memory_floor_mb, memory_extra_mb=memory_extra_mb
-            ),
-            prlimit=self.prlimit,
-            sandboxed=self.sandboxed,
-            record_argv=argv,
-        )
+        try:
+            return await run_command(
+                full,
+                stage=stage,
+                cwd=cwd,
+                env=env,
+                deadline=deadline,
+                output_cap_bytes=output_cap_bytes or self.config.output_cap_bytes,
+                tail_chars=self.config.tail_chars,
+                limits=self.limits(
+                    grade_dir,
+                    trusted=trusted,
+                    memory_floor_mb=memory_floor_mb,
+                    memory_extra_mb=memory_extra_mb,
+                ),
+                prlimit=self.prlimit,
+                sandboxed=self.sandboxed,
+                record_argv=argv,
+                scope=workdirs.work_scope(self.config.work_root),
+            )
+        except HostFault as fault:
+            if fault.sandbox:
+                forget_probe()  # the next grade probes bwrap again before it trusts it
+            raise
 
 
 #: (pid, work root, cache root) already swept of what killed graders left behind.
@@ -266,7 +285,7 @@ async def _sweep_once(work_root: Path | None, cache_root: Path) -> None:
     key = (os.getpid(), str(work_root), str(cache_root))
     if key not in _swept:
         _swept.add(key)
-        await workdirs.run_in_thread(kill_dead_graders_processes)
+        await workdirs.run_in_thread(kill_dead_graders_processes, workdirs.work_scope(work_root))
         await workdirs.run_in_thread(workdirs.sweep_dead, work_root, cache_root)
 
 
@@ -453,11 +472,15 @@ class _Grade:
             return cachemod.PrebuildOutcome(True, "", records)
 
         try:
+            unusable = ""  # why the cache cannot be used, for cache_note
             try:
                 cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
                 usable = os.access(cache_root, os.W_OK)
-            except OSError:
+                if not usable:
+                    unusable = f"the cache directory {cache_root} is not writable"
+            except OSError as exc:
                 usable = False
+                unusable = f"cannot create the cache directory {cache_root}: {exc.strerror or exc}"
             if usable:
                 try:
                     entry = await cachemod.ensure_entry(
@@ -472,6 +495,8 @@ class _Grade:
                     await workdirs.copy_entry(entry.package, self.pkg)
                     return entry.manifest, entry.package
             self.result.cache = "off"  # no usable cache: prebuild in place, same checks
+            if not self.result.cache_note:
+                self.result.cache_note = one_line(f"cache unusable: {unusable or 'no reason given'}")
             manifest, records = await cachemod.prebuild_package(self.pkg, sources, prebuild)
             self.result.commands.extend(records)
             return manifest, self.pkg
@@ -495,11 +520,30 @@ class _Grade:
         )
         errors = error_messages(out.text)
         self.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
-        if failure := command_failure(f"lean {pkgmod.SUBMISSION_PATH}", out, self.config.timeout_s):
+        what = f"lean {pkgmod.SUBMISSION_PATH}"
+        if out.record.signal == signal.SIGKILL and not out.timed_out and not out.limit_exceeded:
+            # The grader's own kills are its deadline and its caps (cancellation propagates): this
+            # SIGKILL came from outside (the host's OOM killer), as in the judge. Only a tree seen
+            # over its memory cap makes it the submission's doing.
+            assert self.grade_dir is not None
+            cap = env.limits(self.grade_dir).memory_mb
+            if out.peak_rss_mb > cap:
+                over = f"memory cap exceeded ({out.peak_rss_mb} MiB > {cap} MiB)"
+                raise _Failed("build", f"{what} stopped: {over}")
+            raise _not_judged(
+                "build",
+                f"{what} was killed by a SIGKILL the grader did not send (the host's OOM killer?), "
+                f"at {out.peak_rss_mb} MiB of its {cap} MiB memory cap",
+            )
+        failure = command_failure(what, out, self.config.timeout_s)
+        if failure is None and errors:  # exit 0 is not enough: the olean may be missing parts
+            failure = f"build reported an error: {one_line(errors[0])}"
+        if failure is not None:
+            if not out.timed_out and not out.limit_exceeded:
+                assert self.grade_dir is not None
+                if (full := await asyncio.to_thread(workdirs.disk_full, self.grade_dir)) is not None:
+                    raise _not_judged("build", f"{full}; {failure}")
             raise _Failed("build", failure)
-        # Exit 0 is not enough: an error message means the olean may be missing parts.
-        if errors:
-            raise _Failed("build", f"build reported an error: {one_line(errors[0])}")
         changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
         if changed:
             raise _Failed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
@@ -613,6 +657,94 @@ class _Grade:
         )
 
 
+#: The last-resort watchdog's slack: how long past its own deadlines a grade may still run before
+#: it is ended as "could not judge: the grader stalled" (killing its processes, removing its
+#: directory). Its deadlines: once it holds a slot, 3 x timeout_s (cache check, prebuild, build
+#: and judge, each bounded by timeout_s), then, once its package is ready, the build-and-judge
+#: deadline. Waiting for a slot is not a stall: each grade ahead holds its slot for a bounded time.
+STALL_SLACK_S = 60.0
+#: After a stall, how long the grade's own clean-up (cancellation) gets before it is abandoned.
+STALL_GRACE_S = 5.0
+#: Grades abandoned by the watchdog, kept referenced until they end (a task is only weakly held).
+_abandoned: set[asyncio.Future[None]] = set()
+
+
+class _Watchdog:
+    """When a grade counts as stalled: `STALL_SLACK_S` past the deadline last armed (none while it
+    waits for a slot)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.deadline: float | None = None
+        self.cancelled = False
+        """A cancellation came during an uninterruptible wait."""
+        self.commands: CommandGroup | None = None
+        """The grade's running commands (set by the grade's own task)."""
+        self._rearmed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def arm(self, deadline: float) -> None:
+        self.deadline = deadline + STALL_SLACK_S
+        if not self._rearmed.done():
+            self._rearmed.set_result(None)
+
+    async def wait(self, run: asyncio.Future[None], *, uninterruptible: bool = False) -> bool:
+        """Wait for `run`: True once it is done, False once it stalled. `uninterruptible` (the
+        caller is being cancelled): a further cancellation is ignored, and the wait ends no later
+        than `STALL_GRACE_S` past the deadline, or from now while none is armed."""
+        if uninterruptible:
+            end = max(self.deadline or 0.0, time.monotonic()) + STALL_GRACE_S
+            while not run.done() and time.monotonic() < end:
+                try:
+                    await asyncio.wait((run,), timeout=end - time.monotonic())
+                except asyncio.CancelledError:
+                    self.cancelled = True  # the caller re-raises it once done
+            return run.done()
+        while not run.done():
+            left = None if self.deadline is None else self.deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            rearmed = self._rearmed
+            await asyncio.wait((run, rearmed), timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            if rearmed.done():
+                self._rearmed = asyncio.get_running_loop().create_future()
+        return True
+
+
+async def _abandon(g: _Grade, run: asyncio.Future[None], watchdog: _Watchdog) -> None:
+    """Give up on a grade that does not end: kill every process it still runs, keep its task
+    referenced until it ends, and remove its directory."""
+    if watchdog.commands is not None:
+        watchdog.commands.kill_all()
+    _abandoned.add(run)
+    run.add_done_callback(_abandoned.discard)
+    run.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no warning
+    if g.grade_dir is not None and not g.config.keep_packages:
+        await workdirs.remove_tree_off_loop(g.grade_dir)
+
+
+async def _stalled(g: _Grade, run: asyncio.Future[None], watchdog: _Watchdog, started: float) -> GradeResult:
+    """The watchdog fired: cancel the grade, give its clean-up `STALL_GRACE_S`, then abandon it;
+    the result is "could not judge: the grader stalled" either way."""
+    stage = g.result.stage_reached
+    run.cancel()
+    cleaned = await watchdog.wait(run, uninterruptible=True)
+    if not cleaned:
+        await _abandon(g, run, watchdog)
+    result = g.result.model_copy(deep=True)  # an abandoned grade may still write to its own
+    result.failed_stage = stage
+    result.judged = False
+    how = "it ended when cancelled" if cleaned else "it was abandoned, its processes killed"
+    result.reason = one_line(
+        f"could not judge: the grader stalled: no result {STALL_SLACK_S:g} s past the grade's "
+        f"deadline (stage {stage}); {how} and its directory removed",
+        2 * _REASON_MAX,
+    )
+    result.grader_seconds = round(time.monotonic() - started, 4)
+    if watchdog.cancelled:
+        raise asyncio.CancelledError
+    return result
+
+
 async def grade(
     submission: str,
     task: GradeTask,
@@ -641,6 +773,38 @@ async def grade(
     started has been killed and its directory removed."""
     started = time.monotonic()
     g = _Grade(task, config, on_stage)
+    watchdog = _Watchdog(config.timeout_s)
+    run = asyncio.ensure_future(
+        _grade_body(g, watchdog, submission, toolchain_check, skip_guard, extra_modules, started)
+    )
+    try:
+        finished = await watchdog.wait(run)
+    except asyncio.CancelledError:
+        # Cancelled: the grade's own clean-up kills its processes and removes its directory; the
+        # watchdog still bounds the wait for it.
+        run.cancel()
+        if not await watchdog.wait(run, uninterruptible=True):
+            await _abandon(g, run, watchdog)
+        raise
+    if not finished:
+        return await _stalled(g, run, watchdog, started)
+    if not run.cancelled():
+        run.result()  # (the body catches everything but cancellation)
+    return g.result
+
+
+async def _grade_body(
+    g: _Grade,
+    watchdog: _Watchdog,
+    submission: str,
+    toolchain_check: ToolchainCheck | None,
+    skip_guard: bool,
+    extra_modules: Mapping[str, str] | None,
+    started: float,
+) -> None:
+    """`grade` itself, run as a task the watchdog looks after."""
+    config = g.config
+    watchdog.commands = command_group()  # this task's commands, for the watchdog to kill
     try:
         await g.guard(submission, skip_guard)
         env = await g.locate()
@@ -651,10 +815,14 @@ async def grade(
         queued = time.monotonic()
         async with _semaphore(limit):
             g.result.queued_seconds = round(time.monotonic() - queued, 4)
+            # From here on each step has its own deadline: the cache check and the prebuild
+            # `timeout_s` each, the build and the judge `timeout_s` together.
+            watchdog.arm(time.monotonic() + 3 * config.timeout_s)
             g.begin("build")
             manifest, trusted_root = await g.prepare(env)
             # One deadline for build and judge, starting once the package is ready.
             deadline = time.monotonic() + config.timeout_s
+            watchdog.arm(deadline)
             if extra_modules:
                 await g.compile_extra(env, extra_modules, deadline)
             await g.build(env, submission, manifest, deadline)
@@ -666,15 +834,20 @@ async def grade(
     except asyncio.CancelledError:
         g.fail(g.result.stage_reached, "cancelled", judged=False)
         raise
+    except HostFault as fault:  # the host or the grader, never the submission
+        g.fail(g.result.stage_reached, fault.reason, judged=False)
     except Exception as exc:  # a grader bug must not crash the rollout, nor look like a verdict
-        reason = f"internal grader error: {type(exc).__name__}: {exc}"
+        why = host_fault_reason(exc)  # a full disk, out of memory, ...: named, not a "bug"
+        reason = why or f"internal grader error: {type(exc).__name__}: {exc}"
         g.fail(g.result.stage_reached, reason, judged=False)
     finally:
         g.end()
-        if g.grade_dir is not None and not config.keep_packages:
-            workdirs.remove_tree(g.grade_dir)  # synchronous on purpose: must also run during cancellation
-        g.result.grader_seconds = round(time.monotonic() - started, 4)
-    return g.result
+        try:
+            if g.grade_dir is not None and not config.keep_packages:
+                # Off the loop; on cancellation it is still waited for (or done synchronously).
+                await workdirs.remove_tree_off_loop(g.grade_dir)
+        finally:
+            g.result.grader_seconds = round(time.monotonic() - started, 4)
 
 
 async def grade_reply(
@@ -691,10 +864,12 @@ async def grade_reply(
     if on_stage is not None:
         on_stage("extract")
     try:
-        extraction = extract_submission(reply)
+        # Off the loop: a 10 MB reply takes a while to scan, and every other grade would wait.
+        extraction = await asyncio.to_thread(extract_submission, reply)
     except Exception as exc:
         extraction = None
-        reason = f"internal grader error: {type(exc).__name__}: {exc}"
+        why = host_fault_reason(exc)
+        reason = why or f"internal grader error: {type(exc).__name__}: {exc}"
     else:
         reason = extraction.reason
     extract_s = round(time.monotonic() - started, 4)

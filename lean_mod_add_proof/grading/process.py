@@ -84,11 +84,13 @@ import re
 import secrets
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lean_mod_add_proof.grading.result import CommandRecord, Stage
 from lean_mod_add_proof.grading.workdirs import owner_is_dead, owner_tag
@@ -707,64 +709,129 @@ class _Capture:
         return self.total > self.cap
 
 
-async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
-    while chunk := await stream.read(_CHUNK):
-        capture.feed(chunk)
+class _Run:
+    """One started command's output and exit, followed from the event loop by callbacks only: a
+    reader on its stdout pipe and one on a pidfd (a 10 ms poll where there is no pidfd). Nothing
+    here awaits, so no cancellation can land between starting the command and following it, and
+    nothing waits on the pipe's writers: the grader reaps the command itself (not asyncio's child
+    watcher, whose `wait()` also waits for the pipe to close)."""
 
-
-async def _exited(proc: asyncio.subprocess.Process) -> int:
-    """Wait for the command itself to exit. Not `proc.wait()`: in asyncio that also waits for the
-    pipe to close, which a lingering grandchild holding stdout would delay until the deadline."""
-    loop = asyncio.get_running_loop()
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        fd = None  # no pidfd (old kernel) or already reaped: poll below
-    if fd is not None:
-        ready = loop.create_future()
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+    def __init__(self, proc: subprocess.Popen[bytes], capture: _Capture, loop: asyncio.AbstractEventLoop):
+        self.proc = proc
+        self.capture = capture
+        self.loop = loop
+        self.exited: asyncio.Future[int] = loop.create_future()
+        self.eof: asyncio.Future[None] = loop.create_future()
+        assert proc.stdout is not None
+        self._out = proc.stdout.fileno()
+        os.set_blocking(self._out, False)
+        loop.add_reader(self._out, self._on_output)
+        self._pidfd: int | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._started = False
         try:
-            await ready
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
-    delay = 0.001
-    while proc.returncode is None:  # the child watcher sets it just after reaping
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return proc.returncode
+            self._pidfd = os.pidfd_open(proc.pid)  # ours until we reap it: no pid reuse
+        except (AttributeError, OSError):
+            self._timer = loop.call_later(0.01, self._poll_exit)
+        else:
+            loop.add_reader(self._pidfd, self._on_exit)
+        self._started = False
+        self._on_exit()  # it may be over already
+        self._started = True
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def _on_output(self) -> None:
+        try:
+            chunk = os.read(self._out, _CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""  # a read error ends the capture
+        if chunk:
+            self.capture.feed(chunk)
+        else:
+            self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        if not self.eof.done():
+            self.loop.remove_reader(self._out)
+            self.eof.set_result(None)
+
+    def _on_exit(self) -> None:
+        if self.exited.done():
+            return
+        code = self.proc.poll()  # reaps it (WNOHANG) once it is a zombie
+        if code is None:
+            if self._pidfd is not None and self._timer is None and self._started:
+                # Readable yet not reapable (an old kernel's view of a leader whose threads
+                # live on): poll instead of spinning on a level-triggered reader.
+                self.loop.remove_reader(self._pidfd)
+                os.close(self._pidfd)
+                self._pidfd = None
+                self._timer = self.loop.call_later(0.01, self._poll_exit)
+            return
+        if self._pidfd is not None:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self.exited.set_result(code)
+
+    def _poll_exit(self) -> None:
+        self._on_exit()
+        if not self.exited.done():
+            self._timer = self.loop.call_later(0.01, self._poll_exit)
+
+    def close(self) -> None:
+        """Stop reading and release the pipe and the pidfd (the command has been reaped)."""
+        self._stop_reading()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._pidfd is not None:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
 
 
-async def _finish(proc: asyncio.subprocess.Process, drain: asyncio.Task[None], watcher: _Watcher) -> None:
+async def _uninterruptible(fut: asyncio.Future[Any], timeout: float | None = None) -> bool:
+    """Wait for `fut` (never cancelling it) up to `timeout`; True if a cancellation came meanwhile
+    (the caller re-raises it once its clean-up is done)."""
+    cancelled = False
+    end = None if timeout is None else time.monotonic() + timeout
+    while not fut.done():
+        left = None if end is None else end - time.monotonic()
+        if left is not None and left <= 0:
+            break
+        try:
+            await asyncio.wait((fut,), timeout=left)
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
+
+
+async def _finish(run: _Run, watcher: _Watcher) -> None:
     """Kill the group, reap, kill the rest of the tree, and stop reading. Uninterruptible: a
     (second) cancellation is remembered and re-raised at the end, never leaves a zombie."""
-    _killpg(proc.pid)
+    _killpg(run.pid)  # (the command is not reaped before `run.exited`: its pid is not reused)
     cancelled = False
-    while True:
-        try:
-            await _exited(proc)
-            break
-        except asyncio.CancelledError:
-            cancelled = True
-            _killpg(proc.pid)
+    while not run.exited.done():
+        cancelled |= await _uninterruptible(run.exited, 0.5)
+        _killpg(run.pid)
     watcher.stop()
-    while not watcher.done.done():  # the watcher kills every tracked process, then ends
-        try:
-            await asyncio.wait((watcher.done,))
-        except asyncio.CancelledError:
-            cancelled = True
+    cancelled |= await _uninterruptible(watcher.done)  # it kills every tracked process, then ends
     watcher.thread.join(1.0)  # it has signalled its last act: returning
-    try:
-        await asyncio.wait_for(asyncio.shield(drain), DRAIN_AFTER_KILL_S)
-    except (TimeoutError, asyncio.CancelledError) as exc:
-        drain.cancel()
-        if isinstance(exc, asyncio.CancelledError):
-            cancelled = True
-    except Exception:  # a read error just ends the capture
-        pass
-    transport = getattr(proc, "_transport", None)
-    if transport is not None:
-        transport.close()  # release the pipe even if something outside the tree still holds it
+    # A process the watcher could not find (see the module docstring) could hold the pipe open
+    # forever: read on for a little while, then let go of it.
+    cancelled |= await _uninterruptible(run.eof, DRAIN_AFTER_KILL_S)
+    run.close()
     if cancelled:
         raise asyncio.CancelledError
 
@@ -916,18 +983,25 @@ async def run_command(
     # the processes of one that was killed outright (see `kill_dead_graders_processes`).
     token = f"{owner_tag()}-{scope_tag(scope)}-{secrets.token_hex(8)}"
     capture = _Capture(output_cap_bytes)
+    loop = asyncio.get_running_loop()
     try:
         last_pid = _last_pid()
         looked_at = time.monotonic()
         spawned_ticks = _boot_ticks()
+        # Started synchronously, as asyncio's own subprocess support does, but followed by `_Run`:
+        # asyncio's transport, cancelled before its pipe is connected, kills just the command's
+        # first process and then waits for the pipe to close. In the sandbox that first process
+        # is bwrap, whose child is not yet bound to it by --die-with-parent while it sets the
+        # sandbox up (bwrap calls PR_SET_PDEATHSIG only just before exec): the child lives on,
+        # runs the command, holds the pipe, and the cancelled grade waits for as long as it runs.
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *full,
+            proc = subprocess.Popen(
+                full,
                 cwd=str(cwd),
                 env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
                 process_group=0,  # its own group: one killpg reaches every descendant that stays in it
                 pass_fds=() if status_w is None else (status_w,),
             )
@@ -938,8 +1012,16 @@ async def run_command(
         finally:
             if status_w is not None:
                 os.close(status_w)  # the child has its copy; EOF once bwrap is gone
-        spawn = _Spawned(proc, spawned_ticks, last_pid, looked_at, token)
-        outcome = await _watch(spawn, shown, stage, start, remaining, capture, limits, sandboxed, tail_chars)
+        try:
+            run = _Run(proc, capture, loop)
+        except BaseException:
+            _killpg(proc.pid)
+            proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()
+            raise
+        spawn = _Spawned(run, spawned_ticks, last_pid, looked_at, token)
+        outcome = await _watch(spawn, shown, stage, start, remaining, limits, sandboxed, tail_chars)
         status = _read_status(status_r) if status_r is not None else b""
     finally:
         if status_r is not None:
@@ -963,7 +1045,7 @@ async def run_command(
 
 @dataclass(frozen=True)
 class _Spawned:
-    proc: asyncio.subprocess.Process
+    run: _Run
     spawned_ticks: int
     last_pid: int | None
     looked_at: float
@@ -976,49 +1058,45 @@ async def _watch(
     stage: Stage,
     start: float,
     remaining: float,
-    capture: _Capture,
     limits: Limits | None,
     sandboxed: bool,
     tail_chars: int,
 ) -> CommandOutcome:
     """Follow the started command to its end, kill its tree, and say how it ended."""
-    proc = spawn.proc
+    run = spawn.run
     loop = asyncio.get_running_loop()
     try:
         watcher = _Watcher(
-            proc.pid, spawn.spawned_ticks, spawn.last_pid, spawn.looked_at, spawn.token, limits, loop
+            run.pid, spawn.spawned_ticks, spawn.last_pid, spawn.looked_at, spawn.token, limits, loop
         )
         watcher.thread.start()
     except BaseException as exc:
-        _killpg(proc.pid)
-        with contextlib.suppress(Exception):
-            proc._transport.close()  # type: ignore[attr-defined]  # releases the pipe
+        _killpg(run.pid)
+        run.proc.wait()
+        run.close()
         if isinstance(exc, Exception) and (why := host_fault_reason(exc)) is not None:
             raise HostFault(f"the process watcher could not start: {why}") from exc
         raise
     group = _group.get()
     if group is not None:
         group.watchers.add(watcher)
-    assert proc.stdout is not None
-    drain = asyncio.ensure_future(_drain(proc.stdout, capture))
     timed_out = False
     try:
-        try:
-            await asyncio.wait_for(_exited(proc), timeout=remaining)
-        except TimeoutError:
-            timed_out = True
+        done, _ = await asyncio.wait((run.exited,), timeout=remaining)
+        timed_out = not done
     finally:
         # Runs on normal exit, deadline, caps and cancellation alike; re-raises cancellation.
         try:
-            await _finish(proc, drain, watcher)
+            await _finish(run, watcher)
         finally:
             if group is not None:
                 group.watchers.discard(watcher)
+    capture = run.capture
     if watcher.error is not None:
         if (why := host_fault_reason(watcher.error)) is not None:
             raise HostFault(f"the process watcher stopped: {why}") from watcher.error
         raise RuntimeError(f"the process watcher failed: {watcher.error!r}") from watcher.error
-    returncode = proc.returncode
+    returncode = run.returncode
     assert returncode is not None
     exit_code, signum = exit_status(returncode, sandboxed=sandboxed)
     if timed_out:

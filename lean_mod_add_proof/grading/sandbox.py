@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,26 +103,45 @@ class SandboxProbe:
     available: bool
     reason: str
     bwrap: str | None
+    worked_before: bool = False
+    """A probe in this process found bwrap working earlier: `auto` must not fall back now."""
 
+
+#: How long a failed probe is believed before bwrap is tried again (a namespace limit reached
+#: under load passes; a missing bwrap may be installed). A working probe is kept until a sandbox
+#: fails to start (`forget_probe`).
+FAILED_PROBE_TTL_S = 30.0
 
 _probe_lock = threading.Lock()
 _probe: SandboxProbe | None = None
+_probed_at = 0.0
+_ever_worked = False
 
 
 def find_bwrap() -> str | None:
     return shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
 
 
-def probe_sandbox(*, refresh: bool = False) -> SandboxProbe:
-    """Run `bwrap ... true` once with the same options a grade uses (cached). bwrap is often
-    installed but unusable (no unprivileged user namespaces, or inside a container)."""
+def forget_probe() -> None:
+    """A sandbox failed to start: the next `probe_sandbox` runs bwrap again."""
     global _probe
     with _probe_lock:
+        _probe = None
+
+
+def probe_sandbox(*, refresh: bool = False) -> SandboxProbe:
+    """Run `bwrap ... true` with the same options a grade uses. Cached: a working result until
+    `forget_probe` (a sandbox that failed to start), a failed one for `FAILED_PROBE_TTL_S`. bwrap
+    is often installed but unusable (no unprivileged user namespaces, or inside a container)."""
+    global _probe, _probed_at, _ever_worked
+    with _probe_lock:
         if _probe is not None and not refresh:
-            return _probe
+            if _probe.available or time.monotonic() - _probed_at < FAILED_PROBE_TTL_S:
+                return _probe
+        _probed_at = time.monotonic()
         bwrap = find_bwrap()
         if bwrap is None:
-            _probe = SandboxProbe(False, "bwrap (bubblewrap) is not installed", None)
+            _probe = SandboxProbe(False, "bwrap (bubblewrap) is not installed", None, _ever_worked)
             return _probe
         scratch = Path(os.environ.get("TMPDIR") or "/tmp")
         argv = bwrap_argv(
@@ -141,13 +161,17 @@ def probe_sandbox(*, refresh: bool = False) -> SandboxProbe:
             why = detail[-1] if detail else f"exit {done.returncode}"
         except (OSError, subprocess.SubprocessError) as exc:
             ok, why = False, f"{type(exc).__name__}: {exc}"
-        _probe = SandboxProbe(ok, "bwrap works" if ok else f"bwrap does not work here: {why}", bwrap)
+        _probe = SandboxProbe(
+            ok, "bwrap works" if ok else f"bwrap does not work here: {why}", bwrap, _ever_worked
+        )
+        _ever_worked = _ever_worked or ok
         return _probe
 
 
 def decide_sandbox(mode: SandboxMode, probe: SandboxProbe | None) -> tuple[bool, str | None]:
-    """(use it, error). `on` without a working bwrap is an error for the grade; `auto` falls back;
-    `off` never probes (pass probe=None)."""
+    """(use it, error). `on` without a working bwrap is an error for the grade; `auto` falls back,
+    unless bwrap worked earlier in this process (then it broke on the way: a host fault, not a
+    reason to run untrusted code unsandboxed); `off` never probes (pass probe=None)."""
     if mode == "off":
         return False, None
     assert probe is not None
@@ -155,4 +179,6 @@ def decide_sandbox(mode: SandboxMode, probe: SandboxProbe | None) -> tuple[bool,
         return True, None
     if mode == "on":
         return False, f"sandbox required (sandbox=on) but {probe.reason}"
+    if probe.worked_before:
+        return False, f"the sandbox worked earlier in this process and now fails: {probe.reason}"
     return False, None

@@ -152,6 +152,32 @@ def sweep_dead(work_root: Path | None, cache_root: Path | None) -> list[Path]:
 # ---- grade directories ---------------------------------------------------------------------------
 
 
+def work_scope(work_root: Path | None) -> str:
+    """The work root a grader sweeps, as a string (the system temp dir when None, as in
+    `new_grade_dir`): the scope of its processes' markers (`process.kill_dead_graders_processes`)."""
+    return os.path.abspath(work_root if work_root is not None else tempfile.gettempdir())
+
+
+#: Below this much free space (or with no free inode) the work disk counts as full: a build that
+#: failed there may have failed for want of room, which says nothing about the submission.
+FULL_DISK_BYTES = 64 << 20
+
+
+def disk_full(path: Path) -> str | None:
+    """Why the filesystem holding `path` counts as full ("the work disk is full: ..."), or None
+    (also when it cannot be asked)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free < FULL_DISK_BYTES:
+        return f"the work disk is full ({free >> 20} MiB free under {path})"
+    if st.f_files and st.f_favail == 0:
+        return f"the work disk is full (no free inode under {path})"
+    return None
+
+
 def new_grade_dir(work_root: Path | None, *, keep: bool = False) -> Path:
     """A fresh grade directory (0o700) carrying this process's owner record, so `sweep_dead` can
     remove it if the grader dies. `keep=True` (keep_packages) gives a name without a record:
@@ -389,6 +415,23 @@ def _remove_dir(path: Path) -> None:
                 _unlink_in(parent, path.name, is_dir=True)
             finally:
                 os.close(parent)
+
+
+async def remove_tree_off_loop(path: Path) -> bool:
+    """`remove_tree` in a worker thread, keeping its guarantee under cancellation: a cancelled
+    caller still waits until the thread has removed the tree (`run_in_thread`), then the
+    cancellation propagates. Where no thread can run it (the executor is shut down, no thread can
+    start) or the coroutine is closed unfinished (its loop is going away), it removes the tree
+    synchronously instead."""
+    try:
+        return await run_in_thread(remove_tree, path)
+    except asyncio.CancelledError:
+        raise  # (run_in_thread waited for the removal to end)
+    except GeneratorExit:
+        remove_tree(path)
+        raise
+    except Exception:
+        return remove_tree(path)
 
 
 def remove_tree(path: Path) -> bool:

@@ -1,0 +1,552 @@
+"""A second, independent judge: the toolchain's own `lake comparator` (`lake challenge` before
+its rename), run on a package the grader writes.
+
+What the sources say (leanprover/lean4 unless named; "stored" = the copy read, not pinned to rc2):
+- `src/lake/Lake/CLI/Check.lean` (stored 0243d9f4): `runChallenge` reads a JSON `Config`
+  (`challenge_module`, `solution_module`, `theorem_names`, `definition_names`,
+  `permitted_axioms`, `enable_nanoda?`, `external_kernels?`), builds and exports the challenge
+  and then the solution inside bwrap (`safeLakeBuild`, `safeExport` with the bundled
+  `leanexport`), compares them at the theorem names, the permitted axioms and the kernel's
+  built-ins (`compareAt`), checks axioms (`checkAxioms`), replays the solution's export with
+  `leanchecker --silent --from-export`, and prints "Your solution is okay!". Before any of that
+  it needs Linux, `bwrap` (or `COMPARATOR_BWRAP`), `git` and `env`, all found through `which`
+  (`whichExe` runs `which`), a parsable config naming something to check, and a
+  `lake-manifest.json` in the project (`checkManifest`); each missing piece is `cannotRun`:
+  "error: ..." and exit 2. Everything after that runs in one `try`: any error prints
+  "error: ..." and exits 1, including a failure of the trusted challenge's build or a sandbox
+  that does not start ("Child exited with N"). Exit 1 is therefore a verdict on the submission
+  only once the solution's own build began, which it announces on stdout as
+  `Building <solution_module>` (`safeLakeBuild`); see `comparator_verdict`.
+- Release notes (leanprover/reference-manual `Manual/Releases/v4_35_0.lean`, stored 38eda35d,
+  the rc3 notes): #14885 "ships `lake challenge` as a frontend to `comparator`", #15146
+  "rename lake challenge to lake comparator", #15147 `comparator.json` as the default config
+  (the `lake challenge` of 0243d9f4 instead requires `--config <file>`), #15005 bwrap instead
+  of landrun. Which name rc2 ships is not confirmed by the sources: `probe_comparator` asks
+  `lake --help` once and handles both. `--config FILE` works with both.
+- `src/lake/Lake/Load/Manifest.lean` (stored copy with `Manifest.version : StdVer :=
+  {major := 1, minor := 1}`): `getVersion` accepts a string version of major 1 (or a number
+  from 5), `name`/`lakeDir`/`packagesDir`/`packages` default when absent; `save` writes
+  `Json.pretty` of `version`, `name`, `lakeDir`, `packagesDir`, `packages`. `MANIFEST_JSON` is
+  what Lake writes for a package with no dependencies.
+- Modules the comparator builds must be buildable parts of a library:
+  `LeanLibConfig.isBuildableModule` (src/lake/Lake/Config/LeanLibConfig.lean) accepts a module
+  matched by a glob (default `roots.map Glob.one`), so `LAKEFILE_TOML` names each root.
+
+The generated Lean text (`challenge_lean`) is an `import` and one `theorem ... := sorry`: the
+exact prompt signature (`lean_names.theorem_signature`), proved by `sorry` as comparator's
+README and the release notes describe a challenge module.
+
+`lake comparator` is run outside the grader's own bwrap (it nests its own, with
+`--unshare-all`), in a fresh directory, through `process.run_command` under the grade's
+deadline and caps."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lean_mod_add_proof.grading.lean_names import (
+    ALLOWED_AXIOMS,
+    PACKAGE_NAME,
+    SUBMISSION_MODULE,
+    SUBMISSION_PATH,
+    WEIGHTS_MODULE,
+    theorem_name,
+    theorem_signature,
+)
+from lean_mod_add_proof.grading.package import LEAN_TOOLCHAIN_FILE, NETWORK_PATH, WEIGHTS_PATH
+from lean_mod_add_proof.grading.process import (
+    CommandOutcome,
+    HostFault,
+    Limits,
+    child_env,
+    run_command,
+)
+from lean_mod_add_proof.grading.result import AxiomsMode, CommandRecord, GraderSettings, Stage
+from lean_mod_add_proof.grading.workdirs import run_in_thread
+
+Verdict = Literal["accepted", "rejected", "not_judged"]
+Subcommand = Literal["comparator", "challenge"]
+#: Preferred first: the name after #15146.
+SUBCOMMANDS: tuple[Subcommand, ...] = ("comparator", "challenge")
+
+#: The challenge module (`Challenge.lean` at the package root, its own library).
+CHALLENGE_MODULE = "Challenge"
+CHALLENGE_PATH = "Challenge.lean"
+#: The solution module is the submission, where the rest of the grader puts it.
+SOLUTION_MODULE = SUBMISSION_MODULE
+#: Inside the grade's directory: the package, the config (outside the package: the outer,
+#: unsandboxed `lake` reads it before any build), HOME and TMPDIR of the outer `lake`.
+PACKAGE_DIR = "comparator-package"
+CONFIG_FILE = "comparator-config.json"
+HOME_DIR = "comparator-home"
+TMP_DIR = "comparator-tmp"
+#: What `compareIt` prints last on success (Check.lean).
+OKAY_LINE = "Your solution is okay!"
+#: Least output kept from the comparator, so its own progress lines survive a chatty build.
+MIN_OUTPUT_CAP = 1 << 20
+#: Where the probe looks for bwrap, git, env and which (Lake finds them through `which`).
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+PROBE_TIMEOUT_S = 20.0
+
+LAKEFILE_TOML = f"""name = "{PACKAGE_NAME}"
+version = "0.1.0"
+
+[[lean_lib]]
+name = "{CHALLENGE_MODULE}"
+
+[[lean_lib]]
+name = "{PACKAGE_NAME}"
+roots = ["{PACKAGE_NAME}.Network", "{WEIGHTS_MODULE}", "{SOLUTION_MODULE}"]
+"""
+
+#: `Manifest.save` of a package without dependencies (Json.pretty, then a newline).
+MANIFEST_JSON = (
+    '{"version": "1.1.0",\n'
+    ' "packagesDir": ".lake/packages",\n'
+    ' "packages": [],\n'
+    f' "name": "{PACKAGE_NAME}",\n'
+    ' "lakeDir": ".lake"}\n'
+)
+
+
+# ---- the package (pure) ----------------------------------------------------------------------
+
+
+def challenge_lean(p: int) -> str:
+    """The challenge: the task's theorem with the exact prompt signature, proved by `sorry`.
+    Constructs (all core Lean 4): `import` (module header, src/Lean/Parser/Module.lean),
+    a `theorem` declaration (src/Lean/Parser/Command.lean) whose body is the `sorry` term
+    (src/Lean/Parser/Term.lean; elaborates to `sorryAx`, a warning, which `lake build` does not
+    fail on)."""
+    return f"import {WEIGHTS_MODULE}\n\n{theorem_signature(p)} := sorry\n"
+
+
+def permitted_axioms(axioms_mode: AxiomsMode) -> list[str]:
+    """`permitted_axioms` for the config. Both modes permit exactly `ALLOWED_AXIOMS`: the
+    comparator checks a subset, so `exact` (all three used) is what it cannot check; see
+    `comparator_verdict`."""
+    if axioms_mode not in ("subset", "exact"):
+        raise ValueError(f"unknown axioms mode {axioms_mode!r}")
+    return list(ALLOWED_AXIOMS)
+
+
+def comparator_config(p: int, axioms_mode: AxiomsMode = "subset") -> dict[str, object]:
+    """The comparator's JSON config (Check.lean `Config`). `definition_names: []` and
+    `enable_nanoda: false` spell out the defaults, so the config parses whether or not a given
+    Lake treats them as optional; `external_kernels` is left out (refused with `enable_nanoda`)."""
+    return {
+        "challenge_module": CHALLENGE_MODULE,
+        "solution_module": SOLUTION_MODULE,
+        "theorem_names": [theorem_name(p)],
+        "definition_names": [],
+        "permitted_axioms": permitted_axioms(axioms_mode),
+        "enable_nanoda": False,
+    }
+
+
+def config_json(p: int, axioms_mode: AxiomsMode = "subset") -> str:
+    return json.dumps(comparator_config(p, axioms_mode), indent=2) + "\n"
+
+
+def comparator_files(
+    p: int, network_lean: str | bytes, weights_lean: str, submission: str
+) -> dict[str, bytes]:
+    """Every file of the package the comparator runs on, by path relative to its root (pure)."""
+    network = network_lean.encode("utf-8") if isinstance(network_lean, str) else network_lean
+    return {
+        "lakefile.toml": LAKEFILE_TOML.encode(),
+        "lean-toolchain": LEAN_TOOLCHAIN_FILE.encode(),
+        "lake-manifest.json": MANIFEST_JSON.encode(),
+        CHALLENGE_PATH: challenge_lean(p).encode("utf-8"),
+        NETWORK_PATH: network,
+        WEIGHTS_PATH: weights_lean.encode("utf-8"),
+        SUBMISSION_PATH: submission.encode("utf-8"),
+    }
+
+
+def comparator_argv(
+    lake: str, subcommand: Subcommand, config_path: Path, *, paranoid: bool = False
+) -> list[str]:
+    """`lake comparator --config FILE` (or `lake challenge ...`); `--paranoid` (#15145) only
+    on request: whether rc2 has it is not confirmed."""
+    return [lake, subcommand, "--config", str(config_path), *(["--paranoid"] if paranoid else [])]
+
+
+def write_package(root: Path, files: Mapping[str, bytes]) -> None:
+    """Write the package into `root`, which must not exist yet (a fresh directory)."""
+    root.mkdir(mode=0o700)
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+# ---- the outcome (pure) ----------------------------------------------------------------------
+
+
+class ComparatorOutcome(BaseModel):
+    """What one comparator run decided."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    reason: str
+    judge: Literal["comparator"] = "comparator"
+    subcommand: Subcommand | None = None
+    commands: list[CommandRecord] = []
+    peak_rss_mb: int = 0
+
+    @property
+    def judged(self) -> bool:
+        return self.verdict != "not_judged"
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "accepted"
+
+
+def _lines(text: str) -> list[str]:
+    # Split on "\n" only: Lean leaves U+2028/U+2029/U+0085 unescaped (lean-facts §0b).
+    return [ln.rstrip("\r") for ln in text.split("\n")]
+
+
+def _last_error(text: str) -> str:
+    """The last `error: ...` line (what `runChallenge` prints when it gives up), else the last line."""
+    lines = [ln.strip() for ln in _lines(text) if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith("error:"):
+            return _one_line(ln)
+    return _one_line(lines[-1]) if lines else "(no output)"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def solution_phase_started(text: str, truncated: bool, solution_module: str = SOLUTION_MODULE) -> bool:
+    """Whether the run reached the solution's own build: `safeLakeBuild` prints
+    `Building <module>` before it. Everything earlier (resolving the trusted lakefile, building
+    and exporting the trusted challenge) says nothing about the submission. Output past the cap
+    (at least `MIN_OUTPUT_CAP`, far more than the trusted steps print) is the solution's build."""
+    return truncated or f"Building {solution_module}" in (ln.strip() for ln in _lines(text))
+
+
+def comparator_verdict(
+    *,
+    exit_code: int | None,
+    signal: int | None,
+    timed_out: bool,
+    limit_exceeded: str | None,
+    text: str,
+    truncated: bool,
+    axioms_mode: AxiomsMode = "subset",
+    timeout_s: float | None = None,
+) -> tuple[Verdict, str]:
+    """Map one run of `lake comparator` to a verdict (pure). Exit 0 with the okay line is
+    accepted; exit 1 is rejected once the solution's build began, else not judged; exit 2
+    ("cannot run"), any other code and any signal are not judged. The grader's own deadline or
+    cap stopping it is a rejection once the solution's build began (as in the build stage),
+    else not judged."""
+    started = solution_phase_started(text, truncated)
+    if timed_out or limit_exceeded:
+        why = (
+            f"stopped: {limit_exceeded}"
+            if limit_exceeded
+            else "timed out" + (f" (the {timeout_s:g} s limit ran out)" if timeout_s else "")
+        )
+        if started:
+            return "rejected", f"lake comparator {why} while building or judging the submission"
+        return "not_judged", f"lake comparator {why} before it reached the submission"
+    if signal is not None:
+        return "not_judged", f"lake comparator was killed by signal {signal}: {_last_error(text)}"
+    if exit_code == 0:
+        if OKAY_LINE not in (ln.strip() for ln in _lines(text)):
+            return "not_judged", f"lake comparator exited 0 without saying {OKAY_LINE!r}"
+        if axioms_mode == "exact":
+            return "not_judged", (
+                "lake comparator accepted, but it checks only that the axioms are among "
+                f"{', '.join(ALLOWED_AXIOMS)}; axioms_mode=exact (all of them) needs the replay judge"
+            )
+        return "accepted", OKAY_LINE
+    if exit_code == 1:
+        err = _last_error(text)
+        if not started:
+            return "not_judged", f"lake comparator failed before it reached the submission: {err}"
+        if err.endswith("exited with 137"):  # a sandboxed step SIGKILLed, not by the grader
+            return (
+                "not_judged",
+                f"a step of lake comparator was killed (SIGKILL: the host's OOM killer?): {err}",
+            )
+        return "rejected", f"lake comparator rejected the submission: {err}"
+    if exit_code == 2:
+        return "not_judged", f"lake comparator cannot run: {_last_error(text)}"
+    return "not_judged", f"lake comparator exited {exit_code}: {_last_error(text)}"
+
+
+# ---- what it needs on the host ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComparatorProbe:
+    """Whether this host and toolchain can run the comparator, and how."""
+
+    available: bool
+    reason: str
+    subcommand: Subcommand | None = None
+    lake: str | None = None
+    bwrap: str | None = None
+    missing: tuple[str, ...] = ()
+    path_dirs: tuple[str, ...] = ()
+    """Directories holding git, env, which and bwrap, for the outer `lake`'s PATH."""
+    help_text: str = field(default="", repr=False)
+
+
+def parse_lake_help(text: str) -> Subcommand | None:
+    """The judge's name as `lake --help` lists it under COMMANDS (Help.lean `usage`: two
+    spaces, the name, its arguments, a description), preferring `comparator` (pure)."""
+    listed: set[str] = set()
+    in_commands = False
+    for line in _lines(text):
+        if line.strip().endswith(":") and not line.startswith(" "):
+            in_commands = line.strip() == "COMMANDS:"
+            continue
+        if in_commands and line.startswith("  ") and line.strip():
+            listed.add(line.split()[0])
+    for name in SUBCOMMANDS:
+        if name in listed:
+            return name
+    return None
+
+
+def host_requirements(
+    toolchain_dir: Path, environ: Mapping[str, str], *, system: str | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """(found tools by name, what is missing) for the comparator: Linux, the toolchain's `lake`,
+    `leanexport` and `leanchecker` (Check.lean: `lean.binDir / "leanexport"`, `"leanchecker"`),
+    bwrap (`COMPARATOR_BWRAP` or `bwrap`), git, env and which (`whichExe` runs `which`)."""
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    if (system or platform.system()) != "Linux":
+        missing.append("Linux (lake comparator sandboxes with bwrap, which needs Linux namespaces)")
+    bin_dir = toolchain_dir / "bin"
+    for tool in ("lake", "leanexport", "leanchecker"):
+        path = bin_dir / tool
+        if path.is_file() and os.access(path, os.X_OK):
+            found[tool] = str(path)
+        else:
+            missing.append(f"{tool} (not in {bin_dir})")
+    bwrap_name = environ.get("COMPARATOR_BWRAP") or "bwrap"
+    for tool, name in (("bwrap", bwrap_name), ("git", "git"), ("env", "env"), ("which", "which")):
+        hit = shutil.which(name, path=SYSTEM_PATH)
+        if hit is None:
+            hint = " (install bubblewrap, or set COMPARATOR_BWRAP)" if tool == "bwrap" else ""
+            missing.append(f"{name}{hint}")
+        else:
+            found[tool] = hit
+    return found, missing
+
+
+def _run_help(lake: str, args: Sequence[str], env: Mapping[str, str]) -> tuple[int, str]:
+    done = subprocess.run(
+        [lake, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=PROBE_TIMEOUT_S,
+        env=dict(env),
+        cwd=env.get("HOME") or None,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+_probe_lock = threading.Lock()
+_probes: dict[tuple[str, str], ComparatorProbe] = {}
+
+
+def probe_comparator(
+    toolchain_dir: Path, *, environ: Mapping[str, str] | None = None, refresh: bool = False
+) -> ComparatorProbe:
+    """What the comparator needs, and which name this toolchain's Lake gives it: `lake --help`
+    once (cached per toolchain). If the usage lists neither name, `lake help comparator` and
+    `lake help challenge` are asked; `help` prints the usage for a command it does not know
+    (Help.lean `help`), so a name counts only when its help differs from the usage."""
+    environ = os.environ if environ is None else environ
+    key = (str(toolchain_dir), environ.get("COMPARATOR_BWRAP", ""))
+    with _probe_lock:
+        if not refresh and key in _probes:
+            return _probes[key]
+        probe = _probe(Path(toolchain_dir), environ)
+        _probes[key] = probe
+        return probe
+
+
+def _probe(toolchain_dir: Path, environ: Mapping[str, str]) -> ComparatorProbe:
+    found, missing = host_requirements(toolchain_dir, environ)
+    dirs = tuple(
+        dict.fromkeys(str(Path(found[t]).parent) for t in ("bwrap", "git", "env", "which") if t in found)
+    )
+    lake = found.get("lake")
+    sub: Subcommand | None = None
+    usage = ""
+    if lake is not None:
+        with tempfile.TemporaryDirectory(prefix="lean-mod-add-proof-lake-probe-") as home:
+            env = child_env(Path(home), toolchain_dir / "bin", Path(home))
+            env["PATH"] = ":".join(dict.fromkeys((str(toolchain_dir / "bin"), *dirs, "/usr/bin", "/bin")))
+            try:
+                rc, usage = _run_help(lake, ["--help"], env)
+                if rc != 0:
+                    missing.append(f"a lake that runs (`lake --help` exited {rc}: {_last_error(usage)})")
+                elif (sub := parse_lake_help(usage)) is None:
+                    for name in SUBCOMMANDS:
+                        rc_help, text = _run_help(lake, ["help", name], env)
+                        if rc_help == 0 and text.strip() != usage.strip() and f"lake {name}" in text:
+                            sub = name
+                            break
+                    else:
+                        missing.append("`lake comparator` or `lake challenge` (this Lake has neither)")
+            except (OSError, subprocess.SubprocessError) as exc:
+                missing.append(f"a lake that runs (`lake --help`: {type(exc).__name__}: {exc})")
+    return ComparatorProbe(
+        available=not missing,
+        reason=f"lake {sub} is available"
+        if not missing
+        else "cannot run the comparator: missing " + "; ".join(missing),
+        subcommand=sub,
+        lake=lake,
+        bwrap=found.get("bwrap"),
+        missing=tuple(missing),
+        path_dirs=dirs,
+        help_text=usage,
+    )
+
+
+def clear_probe_cache() -> None:
+    with _probe_lock:
+        _probes.clear()
+
+
+# ---- running it ------------------------------------------------------------------------------
+
+
+def comparator_limits(settings: GraderSettings, work_dir: Path) -> Limits:
+    """The grade's caps for the comparator run, its disk counted under `work_dir`."""
+    return Limits(
+        memory_mb=settings.memory_mb,
+        max_processes=settings.max_processes,
+        max_disk_mb=settings.max_disk_mb,
+        max_file_mb=settings.max_file_mb,
+        disk_paths=(work_dir,),
+    )
+
+
+def comparator_env(toolchain_dir: Path, home: Path, tmpdir: Path, probe: ComparatorProbe) -> dict[str, str]:
+    """The outer `lake`'s whole environment: nothing inherited from the grader, the toolchain's
+    bin first (Lake finds its Lean next to itself), the tools' directories, and the bwrap the
+    probe found as `COMPARATOR_BWRAP` (an absolute path `which` resolves)."""
+    env = child_env(home, toolchain_dir / "bin", tmpdir)
+    env["PATH"] = ":".join(dict.fromkeys((str(toolchain_dir / "bin"), *probe.path_dirs, "/usr/bin", "/bin")))
+    if probe.bwrap:
+        env["COMPARATOR_BWRAP"] = probe.bwrap
+    return env
+
+
+async def run_comparator(
+    submission: str,
+    *,
+    p: int,
+    network_lean: str | bytes,
+    weights_lean: str,
+    toolchain_dir: Path,
+    work_dir: Path,
+    deadline: float,
+    limits: Limits | None,
+    prlimit: str | None,
+    axioms_mode: AxiomsMode = "subset",
+    output_cap_bytes: int = MIN_OUTPUT_CAP,
+    tail_chars: int = 4000,
+    timeout_s: float | None = None,
+    scope: str = "",
+    probe: ComparatorProbe | None = None,
+    stage: Stage = "leanchecker",
+    paranoid: bool = False,
+) -> ComparatorOutcome:
+    """Judge `submission` with the toolchain's `lake comparator` (or `lake challenge`).
+
+    `work_dir` is the grade's own directory (it must exist); the package goes into a fresh
+    `work_dir/comparator-package`, the config, HOME and TMPDIR beside it. The command runs
+    unsandboxed by the grader (the comparator nests its own bwrap) under `deadline` (a
+    `time.monotonic()` value) and `limits`. Never raises for a host fault: that is not judged."""
+    if probe is None:
+        probe = await run_in_thread(probe_comparator, Path(toolchain_dir))
+    if not probe.available or probe.lake is None or probe.subcommand is None:
+        return ComparatorOutcome(verdict="not_judged", reason=probe.reason, subcommand=probe.subcommand)
+    try:
+        package = work_dir / PACKAGE_DIR
+        write_package(package, comparator_files(p, network_lean, weights_lean, submission))
+        config_path = work_dir / CONFIG_FILE
+        config_path.write_text(config_json(p, axioms_mode), encoding="utf-8")
+        home, tmpdir = work_dir / HOME_DIR, work_dir / TMP_DIR
+        home.mkdir(mode=0o700)
+        tmpdir.mkdir(mode=0o700)
+    except OSError as exc:
+        return ComparatorOutcome(
+            verdict="not_judged",
+            reason=f"could not write the comparator's package: {exc}",
+            subcommand=probe.subcommand,
+        )
+    argv = comparator_argv(probe.lake, probe.subcommand, config_path, paranoid=paranoid)
+    try:
+        out: CommandOutcome = await run_command(
+            argv,
+            stage=stage,
+            cwd=package,
+            env=comparator_env(Path(toolchain_dir), home, tmpdir, probe),
+            deadline=deadline,
+            output_cap_bytes=max(output_cap_bytes, MIN_OUTPUT_CAP),
+            tail_chars=tail_chars,
+            limits=limits,
+            prlimit=prlimit,
+            sandboxed=False,
+            scope=scope,
+        )
+    except HostFault as exc:
+        return ComparatorOutcome(
+            verdict="not_judged",
+            reason=f"could not run lake {probe.subcommand}: {exc.reason}",
+            subcommand=probe.subcommand,
+        )
+    if not out.started:
+        verdict: Verdict = "not_judged"
+        reason = "no time was left to run lake comparator"
+    else:
+        verdict, reason = comparator_verdict(
+            exit_code=out.record.exit_code,
+            signal=out.record.signal,
+            timed_out=out.timed_out,
+            limit_exceeded=out.limit_exceeded,
+            text=out.text,
+            truncated=out.record.truncated,
+            axioms_mode=axioms_mode,
+            timeout_s=timeout_s,
+        )
+    return ComparatorOutcome(
+        verdict=verdict,
+        reason=reason,
+        subcommand=probe.subcommand,
+        commands=[out.record],
+        peak_rss_mb=out.peak_rss_mb,
+    )
