@@ -131,14 +131,17 @@ async def test_a_failure_is_not_remembered_on_disk(tmp_path: Path) -> None:
 
 def test_the_key_changes_with_what_a_pass_depends_on(tmp_path: Path) -> None:
     tc = _double()
-    base = selftest.selftest_key(tc, double_config(tmp_path), "native:ab")
+    path = "native:ab;sandboxed=True"
+    base = selftest.selftest_key(tc, double_config(tmp_path), path)
     elsewhere = double_config(tmp_path, work_root=tmp_path / "elsewhere")
-    assert base == selftest.selftest_key(tc, elsewhere, "native:ab")
-    assert base != selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"), "native:ab")
-    assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048), "native:ab")
+    assert base == selftest.selftest_key(tc, elsewhere, path)
+    assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048), path)
     # a pass with one judge says nothing of another: another executable, or `lean --run`
-    assert base != selftest.selftest_key(tc, double_config(tmp_path), "native:cd")
-    assert base != selftest.selftest_key(tc, double_config(tmp_path), "interpreted")
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), "native:cd;sandboxed=True")
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), "interpreted;sandboxed=True")
+    # the sandbox counts as used or not, not as set: `auto` with working bwrap is `on`
+    assert base == selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"), path)
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), "native:ab;sandboxed=False")
 
 
 def test_judging_a_canary(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from pathlib import Path
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading.hashing import sha256_file
 from lean_mod_add_proof.grading.package import JUDGE_FILE, JUDGE_SOURCE_PATH
-from lean_mod_add_proof.grading.process import CommandOutcome
+from lean_mod_add_proof.grading.process import CommandOutcome, HostFault
 from lean_mod_add_proof.grading.result import CommandRecord
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
@@ -172,7 +172,10 @@ async def _build_or_load(
     async def prebuild(where: Path) -> cachemod.PrebuildOutcome:
         records: list[CommandRecord] = []
         for argv in build_argvs(toolchain, threads):
-            out = await run(argv, where, deadline, True, ())
+            try:
+                out = await run(argv, where, deadline, True, ())
+            except HostFault as fault:  # e.g. no `leanc` in this toolchain: grade with `lean --run`
+                return cachemod.PrebuildOutcome(False, str(fault), records)
             records.append(out.record)
             if out.timed_out or out.limit_exceeded or out.record.exit_code != 0:
                 why = out.limit_exceeded or ("timed out" if out.timed_out else f"exit {out.record.exit_code}")
@@ -205,7 +208,10 @@ async def _build_or_load(
     # `ensure_entry` re-hashed the whole entry; a change since shows in the identity.
     if not await asyncio.to_thread(unchanged, judge, rehash=True):
         return NoNativeJudge("the native judge changed while it was being checked", tuple(records))
-    out = await run([str(path)], path.parent, deadline, False, (path.parent,))
+    try:
+        out = await run([str(path)], path.parent, deadline, False, (path.parent,))
+    except HostFault as fault:
+        return NoNativeJudge(f"the native judge does not run here: {fault}", tuple(records))
     records.append(out.record)
     if (problem := started_as_expected(out)) is not None:
         return NoNativeJudge(f"the native judge does not run here: {problem}", tuple(records))

@@ -73,7 +73,8 @@ from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 OnStage = Callable[[str], None]
 #: What must hold before a toolchain's verdicts count, given (toolchain, config, the task's
-#: Network.lean, the judge's identity): None, or the reason every grade is "could not judge".
+#: Network.lean, how verdicts are reached: which judge, and whether the sandbox is in use): None,
+#: or the reason every grade is "could not judge".
 #: The grader's entry points (grader.py) pass the self-test; the pipeline knows no more of it.
 ToolchainCheck = Callable[[Toolchain, GraderConfig, str, str], Awaitable[str | None]]
 #: What a submission may import, as the judge sees it: `Init` is every non-`prelude` file's
@@ -182,9 +183,12 @@ class _Env:
         return "native" if self.judge is not None else "interpreted"
 
     @property
-    def judge_identity(self) -> str:
-        """What decides, for a remembered self-test pass: the executable's hash, or `lean --run`."""
-        return f"native:{self.judge.sha256}" if self.judge is not None else "interpreted"
+    def verdict_path(self) -> str:
+        """How verdicts are reached, for a remembered self-test pass: the judge (the executable's
+        hash, or `lean --run`) and whether bubblewrap is in use (in effect, not the setting: a
+        pass under `sandbox=auto` with working bwrap holds for `sandbox=on`)."""
+        judge = f"native:{self.judge.sha256}" if self.judge is not None else "interpreted"
+        return f"{judge};sandboxed={self.sandboxed}"
 
     def limits(
         self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
@@ -643,7 +647,7 @@ class _Grade:
 
     async def check_toolchain(self, env: _Env, check: ToolchainCheck) -> None:
         """The toolchain must pass `check` before its verdicts count."""
-        failure = await check(env.toolchain, self.config, self.task.network_lean, env.judge_identity)
+        failure = await check(env.toolchain, self.config, self.task.network_lean, env.verdict_path)
         if failure is not None:
             raise _not_judged("toolchain", failure)
 

@@ -243,14 +243,16 @@ async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean:
 # ---- once per process, remembered on disk ------------------------------------------------------
 
 
-def selftest_key(toolchain: Toolchain, config: GraderConfig, judge_identity: str) -> str:
+def selftest_key(toolchain: Toolchain, config: GraderConfig, verdict_path: str) -> str:
     """What a pass depends on: the toolchain (directory, version, binary), the grader's verdict
-    logic (this version, the judge program and which form of it decides: the compiled
-    executable's hash or `lean --run`, the canaries) and the settings canaries run under."""
+    logic (this version, the judge program, the canaries), how verdicts are reached (which form
+    of the judge: the compiled executable's hash or `lean --run`; whether bubblewrap is in use,
+    in effect rather than as set) and the other settings canaries run under."""
     h = hashlib.sha256()
     stat = toolchain.lean.stat()
     settings = config.model_dump(
-        mode="json", exclude={"work_root", "keep_packages", "cache_dir", "max_concurrent", "toolchain_dir"}
+        mode="json",
+        exclude={"work_root", "keep_packages", "cache_dir", "max_concurrent", "toolchain_dir", "sandbox"},
     )
     parts = [
         GRADER_VERSION,
@@ -258,7 +260,7 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, judge_identity: str
         toolchain.version,
         f"{stat.st_size}:{stat.st_mtime_ns}",
         pkgmod.JUDGE_SOURCE_PATH.read_text(encoding="utf-8"),
-        judge_identity,
+        verdict_path,
         json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in CANARIES]),
         json.dumps(settings, sort_keys=True),
     ]
@@ -311,11 +313,11 @@ async def _remembered_here(path: Path, key: str, report: SelfTestReport) -> None
 
 
 async def ensure_selftest(
-    toolchain: Toolchain, config: GraderConfig, network_lean: str, judge_identity: str
+    toolchain: Toolchain, config: GraderConfig, network_lean: str, verdict_path: str
 ) -> str | None:
     """None when this toolchain, with this judge, passed the self-test (now or before), else the
     reason to give every grade. Concurrent first grades wait for one run (a `ToolchainCheck`)."""
-    key = selftest_key(toolchain, config, judge_identity)
+    key = selftest_key(toolchain, config, verdict_path)
     if (known := _memo.get(key)) is not None:
         if known.passed:  # the key leaves the cache directory out: this one must hold it too
             await _remembered_here(_pass_file(config, key), key, known)
