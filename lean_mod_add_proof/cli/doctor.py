@@ -153,7 +153,7 @@ def userns_check(facts: UsernsFacts, sandbox_mode: str) -> Check:
 
 
 def doctor_checks(config: GraderConfig) -> list[Check]:
-    from lean_mod_add_proof.grading import cache, process, sandbox, toolchain
+    from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
     from lean_mod_add_proof.grading.toolchain import ELAN_FIX, INSTALL_FIX
 
     checks: list[Check] = []
@@ -205,16 +205,49 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
             f"disk {config.max_disk_mb} MiB, files {config.max_file_mb} MiB, {config.timeout_s:g} s",
         )
     )
+    judge_mode = "interpreted"
+    if isinstance(found, toolchain.Toolchain):
+        ready = asyncio.run(pipeline.prepare_judge_only(config))
+        judge_mode = ready.judge_mode or judge_mode
+        if not ready.judged:
+            detail = ready.reason
+        elif judge_mode == "native":
+            detail = "native: compiled once for this toolchain (lean -c + leanc), verified before each use"
+        else:
+            why = ready.judge_note or "native_judge is off"
+            detail = f"interpreted: `lean --run Judge.lean` on every grade ({why})"
+        checks.append(
+            Check(
+                "judge",
+                ready.judged,
+                detail,
+                "see the reason; `--native-judge false` grades with `lean --run`",
+                required=False,  # an interpreted judge grades as well, only slower
+            )
+        )
+    cores = os.cpu_count() or 1
+    concurrent = config.max_concurrent or pipeline.default_concurrency(config.threads)
+    checks.append(
+        Check(
+            "cores budget",
+            config.threads * concurrent <= cores,
+            f"threads {config.threads} x {concurrent} concurrent grades = "
+            f"{config.threads * concurrent} cores; this machine has {cores}",
+            "lower --threads or --max-concurrent: oversubscribed grades slow each other down",
+            required=False,
+        )
+    )
     total_mb = _mem_total_mb()
-    concurrent = config.max_concurrent or os.cpu_count() or 1
     if total_mb is not None:
-        budget = config.memory_mb * concurrent
+        judge_mb = pipeline.JUDGE_MEMORY_MB[judge_mode]
+        per_grade = config.memory_mb + judge_mb
+        budget = per_grade * concurrent
         checks.append(
             Check(
                 "memory budget",
                 budget <= total_mb,
-                f"memory_mb {config.memory_mb} x {concurrent} concurrent grades = {budget} MiB; "
-                f"this machine has {total_mb} MiB",
+                f"(memory_mb {config.memory_mb} + the judge's own {judge_mb}, an estimate) x "
+                f"{concurrent} concurrent grades = {budget} MiB; this machine has {total_mb} MiB",
                 "lower --memory-mb or --max-concurrent, or the host's OOM killer may end grades "
                 "(which are then could-not-judge)",
                 required=False,

@@ -931,3 +931,20 @@ async def warm_cache(
     if g.result.failed_stage is None:
         g.result.reason = f"cache {g.result.cache}; judge {g.result.judge_mode}"
     return g.result
+
+
+async def prepare_judge_only(config: GraderConfig) -> GradeResult:
+    """Locate the toolchain and get its judge ready exactly as a grade would (built once per
+    toolchain, else `lean --run`), grading nothing: `judge_mode` and `judge_note` say which
+    judge grades on this machine and why (`doctor`). A failure is `judged=False` with the reason."""
+    g = _Grade(GradeTask(task_id="", p=0, network_lean="", weights_lean=""), config, None)
+    try:
+        env = await g.locate()
+        await g.prepare_judge(env)
+    except _Failed as failed:
+        g.fail(failed.stage, failed.reason, judged=False)
+    except Exception as exc:
+        g.fail(g.result.stage_reached, f"internal grader error: {type(exc).__name__}: {exc}", judged=False)
+    finally:
+        g.end()
+    return g.result

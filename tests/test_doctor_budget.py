@@ -1,0 +1,40 @@
+"""`doctor`'s machine budget: cores as threads x concurrent grades, memory with the judge's own
+allowance, and which judge grades here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from helpers import DOUBLE_DIR
+
+from lean_mod_add_proof.cli.doctor import doctor_checks
+from lean_mod_add_proof.grading.result import GraderConfig
+
+
+def _checks(tmp_path: Path, **settings: object) -> dict[str, object]:
+    config = GraderConfig(
+        toolchain_dir=DOUBLE_DIR, cache_dir=tmp_path / "cache", work_root=tmp_path / "work", **settings
+    )
+    return {c.name: c for c in doctor_checks(config)}
+
+
+def test_the_cores_budget_is_threads_times_concurrent_grades(tmp_path: Path) -> None:
+    row = _checks(tmp_path, threads=3, max_concurrent=4)["cores budget"]
+    assert "threads 3 x 4 concurrent grades = 12 cores" in row.detail  # type: ignore[attr-defined]
+    assert row.ok is (12 <= (os.cpu_count() or 1))  # type: ignore[attr-defined]
+    fits = _checks(tmp_path, threads=1, max_concurrent=1)["cores budget"]
+    assert fits.ok and "= 1 cores" in fits.detail  # type: ignore[attr-defined]
+
+
+def test_the_memory_budget_counts_the_judges_allowance_and_the_judge_is_named(tmp_path: Path) -> None:
+    checks = _checks(tmp_path, memory_mb=1000, max_concurrent=2, sandbox="off")
+    judge = checks["judge"]
+    assert judge.ok and judge.detail.startswith("native:")  # type: ignore[attr-defined]
+    memory = checks["memory budget"]
+    assert "(memory_mb 1000 + the judge's own 512, an estimate) x 2 concurrent grades = 3024 MiB" in (
+        memory.detail  # type: ignore[attr-defined]
+    )
+    off = _checks(tmp_path, memory_mb=1000, max_concurrent=2, sandbox="off", native_judge=False)
+    assert off["judge"].detail.startswith("interpreted:")  # type: ignore[attr-defined]
+    assert "+ the judge's own 1536" in off["memory budget"].detail  # type: ignore[attr-defined]
