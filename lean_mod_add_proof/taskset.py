@@ -134,7 +134,8 @@ class LeanTasksetConfig(vf.TasksetConfig):
     image: str | None = DEFAULT_IMAGE
     """With `task.grade_in runtime`, the container image each rollout's box starts from (Prime
     sandboxes, Docker, Modal): `make image`'s, with Lean, bubblewrap, this package and a warm
-    grader cache. Empty: none (the subprocess runtime runs no image). Unused when grading on the host."""
+    grader cache. Empty: none. Unused when grading on the host, and on the subprocess runtime, whose
+    box is this machine (LeanEnv drops it there, so no `--env.taskset.image ""` is needed)."""
     task: LeanTaskConfig = LeanTaskConfig()
 
     @field_validator("tasks_dir")
@@ -299,7 +300,7 @@ def warn_unjudged_once(reason: str, on_grader_error: str) -> None:
         "\n%s\nGRADING IS NOT POSSIBLE: %s\nRollouts are %s until this is fixed. Check the machine with "
         "`lean-mod-add-proof doctor`; install Lean with `lean-mod-add-proof install-lean`.\n%s",
         "=" * 78,
-        reason,
+        reason.removeprefix("could not judge: "),
         "errored (on_grader_error=raise)"
         if on_grader_error == "raise"
         else "scored 0.0 (on_grader_error=zero)",

@@ -374,3 +374,15 @@ async def test_copy_of_a_hit_is_a_real_copy(tmp_path: Path) -> None:
     assert os.stat(dst_olean).st_mtime_ns == os.stat(src_olean).st_mtime_ns
     dst_olean.write_bytes(b"written by the build")
     assert (await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())).status == "hit"
+
+
+async def test_an_unusable_cache_always_says_why(tmp_path: Path) -> None:
+    """cache=off comes with the reason (it used to come with an empty cache_note)."""
+    from helpers import run_double, submission
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = await run_double(submission(), tmp_path, cache_dir=blocker / "cache")
+    assert res.accepted and res.cache == "off", res.reason
+    assert res.cache_note.startswith("cache unusable: cannot create the cache directory"), res.cache_note
+    assert "Not a directory" in res.cache_note

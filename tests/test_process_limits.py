@@ -4,9 +4,11 @@ are reported: real processes (sh, python, dd, sleep), with and without bubblewra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -439,3 +441,170 @@ async def test_output_cap_and_tail_still_work(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 def test_probe_is_cached() -> None:
     assert sandbox.probe_sandbox() is sandbox.probe_sandbox()
+
+
+# ---- cancelled at the start (the sandboxed soak's hang, issue 18) -------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize("delay_ms", [0.5, 1, 2, 3, 5, 8, 12, 20])
+async def test_cancelled_just_after_the_spawn_nothing_runs_on(tmp_path: Path, delay_ms: float) -> None:
+    """The soak's lost wake-up: a grade cancelled between the spawn and the moment asyncio had
+    connected the command's pipe. asyncio's own clean-up then SIGKILLed bwrap alone; bwrap's
+    child, still setting the sandbox up (it takes --die-with-parent only just before exec), lived
+    on, ran the command and held the pipe, and the cancelled grade waited for that pipe to close
+    (as long as the command ran: the soak's `sleep 1000`). The pipe is connected late here, as
+    on a busy loop, to open the window wide; the grader now follows the command with callbacks
+    only, so there is no window: the cancellation ends, and nothing of the command runs on."""
+    loop = asyncio.get_running_loop()
+    real = loop.connect_read_pipe
+
+    async def busy_loop(*args: object, **kwargs: object) -> object:
+        await asyncio.sleep(0.3)
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    loop.connect_read_pipe = busy_loop  # type: ignore[method-assign]
+    mark = marker()
+    try:
+        job = asyncio.create_task(run(tmp_path, ["sh", "-c", f"sleep {mark}"], sandboxed=True, seconds=60))
+        await asyncio.sleep(delay_ms / 1000)
+        job.cancel()
+        # (a hang guard, not a timing assertion: the old code waited for the command's 1000 s)
+        done, _ = await asyncio.wait({job}, timeout=30)
+    finally:
+        loop.connect_read_pipe = real  # type: ignore[method-assign]
+        survivors = processes_with(mark)
+        for pid in survivors:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+    assert done, "the cancelled command is still being waited for"
+    assert job.cancelled()
+    assert survivors == []
+
+
+# ---- host faults: what says nothing about the command -----------------------------------------
+
+
+@needs_bwrap
+async def test_a_sandbox_set_up_failure_is_a_host_fault(tmp_path: Path) -> None:
+    """bwrap exits 1 before its command ran (no `exit-code` on its status pipe): not the
+    command's exit 1. And a command's own exit 1 inside the sandbox stays the command's."""
+    out = await run(tmp_path, ["sh", "-c", "exit 1"], sandboxed=True)
+    assert out.record.exit_code == 1
+    assert PROBE.bwrap is not None
+    pkg = tmp_path / "package"
+    prefix = sandbox.bwrap_argv(
+        PROBE.bwrap,
+        layout=sandbox.host_layout(),
+        toolchain_dir=None,
+        package_dir=pkg,
+        readonly_files=(tmp_path / "no-such-file",),
+        env={},
+        tmp_dir=tmp_path / "tmp",
+    )
+    with pytest.raises(
+        process.HostFault, match=r"the sandbox \(bwrap\) did not start: bwrap: Can't find"
+    ) as exc:
+        await run_command(
+            [*prefix, "true"],
+            stage="build",
+            cwd=pkg,
+            env={},
+            deadline=time.monotonic() + 10,
+            output_cap_bytes=1 << 16,
+            tail_chars=100,
+            limits=limits(tmp_path),
+            prlimit=PRLIMIT,
+            record_argv=["true"],
+            sandboxed=True,
+        )
+    assert exc.value.sandbox
+
+
+@needs_bwrap
+async def test_bwrap_killed_from_outside_is_a_host_fault(tmp_path: Path) -> None:
+    mark = marker()
+    job = asyncio.create_task(run(tmp_path, ["sh", "-c", f"sleep {mark}"], sandboxed=True))
+    me = os.getpid()
+    end = time.monotonic() + 10
+    while not (outer := [p for p in processes_with(mark) if _ppid(p) == me]):
+        assert time.monotonic() < end
+        await asyncio.sleep(0.02)
+    os.kill(outer[0], 9)  # bwrap itself (the command the grader started), not its command
+    with pytest.raises(process.HostFault, match=r"the sandbox \(bwrap\) was killed by signal 9 from outside"):
+        await job
+    assert await _gone(mark)
+
+
+async def test_a_program_that_cannot_be_started_is_a_host_fault(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-program"
+    with pytest.raises(process.HostFault, match="a program the grader runs is missing"):
+        await run_command(  # spawned directly (no limits, no prlimit): ENOENT from exec
+            [str(missing)],
+            stage="build",
+            cwd=tmp_path,
+            env={},
+            deadline=time.monotonic() + 10,
+            output_cap_bytes=1 << 16,
+            tail_chars=100,
+            limits=None,
+            prlimit=None,
+        )
+    with pytest.raises(process.HostFault, match=f"{missing} is missing or not executable"):
+        await run(tmp_path, [str(missing)])  # through prlimit: its exit 127
+
+
+def test_host_fault_reasons_name_the_fault() -> None:
+    assert process.host_fault_reason(MemoryError()) == "out of memory (MemoryError in the grader)"
+    full = process.host_fault_reason(OSError(28, "No space left on device", "/w/x.olean"))
+    assert full == "the work disk is full (No space left on device: /w/x.olean)"
+    wrapped = RuntimeError("copy failed")
+    wrapped.__cause__ = OSError(12, "Cannot allocate memory")
+    assert process.host_fault_reason(wrapped) == "out of memory (Cannot allocate memory)"
+    assert process.host_fault_reason(FileNotFoundError(2, "gone", "/w/x")) is None  # maybe a build's doing
+    assert process.host_fault_reason(ValueError("a bug")) is None
+
+
+# ---- the orphan sweep keeps to its own scope ---------------------------------------------------
+
+
+def test_the_orphan_sweep_ends_only_its_own_scopes_processes(tmp_path: Path) -> None:
+    """Graders of other work roots on the same machine (another test session, another
+    evaluation) keep their killed graders' processes for their own sweep."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    owner = f"{ns}-{child.pid}-1"  # that pid, started at tick 1: gone or reused, certainly dead
+    mine, theirs = marker(), marker()
+    procs = {}
+    for name, scope in ((mine, "/work/mine"), (theirs, "/work/theirs")):
+        token = f"{owner}-{process.scope_tag(scope)}-{'0' * 16}"
+        procs[name] = subprocess.Popen(
+            ["sleep", name], env={process.TREE_ENV_VAR: token, "PATH": "/usr/bin:/bin"}
+        )
+    try:
+        end = time.monotonic() + 5
+        while not all(processes_with(n) for n in procs) and time.monotonic() < end:
+            time.sleep(0.01)
+        assert process.kill_dead_graders_processes("/work/mine") >= 1
+        assert procs[mine].wait(5) == -9
+        assert procs[theirs].poll() is None  # another scope's: left alone
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def _gone(mark: str) -> bool:
+    end = time.monotonic() + 5
+    while processes_with(mark) and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    return processes_with(mark) == []

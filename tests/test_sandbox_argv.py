@@ -120,3 +120,43 @@ def test_a_symlink_planted_in_tmp_cannot_move_the_package(tmp_path: Path, target
 @needs_bwrap
 def test_the_probe_still_passes_with_its_tmpfs() -> None:
     assert sandbox.probe_sandbox(refresh=True).available
+
+
+# ---- the probe: probed again after a failure ---------------------------------------------------
+
+
+def test_a_sandbox_failure_forgets_the_probe_and_a_failed_probe_expires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runs: list[str] = []
+
+    def fake_run(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        runs.append(argv[0])
+        return subprocess.CompletedProcess(argv, 1, "", "bwrap: setting up uid map: Permission denied\n")
+
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: "/usr/bin/bwrap")
+    monkeypatch.setattr(sandbox.subprocess, "run", fake_run)
+    monkeypatch.setattr(sandbox, "_probe", sandbox.SandboxProbe(True, "bwrap works", "/usr/bin/bwrap"))
+    monkeypatch.setattr(sandbox, "_ever_worked", True)
+    assert sandbox.probe_sandbox().available and runs == []  # cached
+    sandbox.forget_probe()  # what a grade does when its sandbox did not start
+    failed = sandbox.probe_sandbox()
+    assert not failed.available and "setting up uid map: Permission denied" in failed.reason
+    assert failed.worked_before and len(runs) == 1
+    assert sandbox.probe_sandbox() is failed and len(runs) == 1  # believed for a while...
+    now = sandbox.time.monotonic()
+    monkeypatch.setattr(sandbox.time, "monotonic", lambda: now + sandbox.FAILED_PROBE_TTL_S + 1)
+    assert sandbox.probe_sandbox() is not failed and len(runs) == 2  # ...then tried again
+
+
+def test_auto_does_not_fall_back_once_the_sandbox_worked() -> None:
+    never = sandbox.SandboxProbe(False, "bwrap (bubblewrap) is not installed", None)
+    broke = sandbox.SandboxProbe(False, "bwrap does not work here: x", "/usr/bin/bwrap", worked_before=True)
+    assert sandbox.decide_sandbox("auto", never) == (False, None)  # a host without bwrap
+    use, error = sandbox.decide_sandbox("auto", broke)
+    assert not use and error is not None and "worked earlier in this process" in error
+    assert (
+        sandbox.decide_sandbox("on", broke)[1]
+        == "sandbox required (sandbox=on) but bwrap does not work here: x"
+    )
+    assert sandbox.decide_sandbox("off", None) == (False, None)

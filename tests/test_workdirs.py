@@ -352,3 +352,69 @@ def test_owner_records(tmp_path: Path) -> None:
     assert kept.name.startswith(workdirs.GRADE_DIR_PREFIX)
     assert workdirs.parse_owner(kept.name, (workdirs.GRADE_DIR_PREFIX,)) is None
     assert stat.S_IMODE(os.stat(grade).st_mode) == 0o700
+
+
+# ---- removal off the event loop ------------------------------------------------------------------
+
+
+async def test_removal_off_the_loop_finishes_before_a_cancellation_propagates(tmp_path: Path) -> None:
+    """The end of every grade removes its directory in a thread (the loop stays free), and a
+    cancelled grade still leaves nothing: the cancellation waits for the removal (twice over)."""
+    tree = tmp_path / "grade"
+    make_tree(tree, files=400, size=4 << 10)
+    job = asyncio.ensure_future(workdirs.remove_tree_off_loop(tree))
+    await asyncio.sleep(0)
+    job.cancel()
+    await asyncio.sleep(0)
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert not tree.exists()
+
+
+async def test_removal_falls_back_to_removing_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No thread to run it (the executor is shut down): removed synchronously, not left."""
+    tree = tmp_path / "grade"
+    make_tree(tree, files=20, size=1 << 10)
+
+    async def no_executor(*_: object, **__: object) -> None:
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+    monkeypatch.setattr(workdirs, "run_in_thread", no_executor)
+    assert await workdirs.remove_tree_off_loop(tree) is True
+    assert not tree.exists()
+
+
+async def test_removal_of_a_closed_coroutine_still_happens(tmp_path: Path) -> None:
+    """The loop going away closes an unfinished grade's coroutine (GeneratorExit at its await):
+    the tree is removed synchronously before the coroutine ends."""
+    tree = tmp_path / "grade"
+    make_tree(tree, files=200, size=4 << 10)
+    coro = workdirs.remove_tree_off_loop(tree)
+    coro.send(None)  # it is now waiting for its thread
+    coro.close()
+    assert not tree.exists()
+    await asyncio.sleep(0.2)  # (the thread may still be finishing its own, concurrent removal)
+
+
+def test_a_nearly_full_work_disk_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert workdirs.disk_full(tmp_path) is None or "full" in str(workdirs.disk_full(tmp_path))
+    real = os.statvfs(tmp_path)
+
+    class Full:
+        f_bavail, f_frsize, f_files, f_favail = 3, 1 << 20, real.f_files, real.f_favail
+
+    class NoInodes(Full):
+        f_bavail, f_favail = 1 << 20, 0
+
+    monkeypatch.setattr(workdirs.os, "statvfs", lambda _: Full)
+    assert workdirs.disk_full(tmp_path) == f"the work disk is full (3 MiB free under {tmp_path})"
+    monkeypatch.setattr(workdirs.os, "statvfs", lambda _: NoInodes)
+    assert workdirs.disk_full(tmp_path) == f"the work disk is full (no free inode under {tmp_path})"
+
+
+def test_work_scope_is_the_swept_root() -> None:
+    assert workdirs.work_scope(None) == os.path.abspath(tempfile.gettempdir())
+    assert workdirs.work_scope(Path("rel/w")) == os.path.abspath("rel/w")

@@ -371,7 +371,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "serve-baseline",
         help="serve a fixed-policy OpenAI-compatible chat endpoint (for demos and tests)",
-        description=__doc__,
+        description="\n\n".join((__doc__ or "").split("\n\n")[:2]),  # the design notes stay in the source
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: local only)")

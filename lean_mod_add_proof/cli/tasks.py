@@ -152,7 +152,9 @@ def _find(task_id: str, tasks_dir: Path) -> TaskRecord:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    records = select(load_tasks(args.tasks_dir), args.split, args.max_p)
+    from lean_mod_add_proof.cli.settings import select_tasks  # it uses `select` from here
+
+    records = select_tasks(load_tasks(args.tasks_dir), args.split, args.max_p)
     try:
         tokenizer = load_tokenizer(args.tokenizer)
     except TokenizerUnavailable as exc:

@@ -1,0 +1,370 @@
+"""Host faults are "could not judge" (judged=False), with a reason that names them (issue 18): a
+sandbox that fails to start (a bind that cannot be made, namespace limits reached, bwrap removed
+mid-run), a SIGKILL the grader did not send, a full work disk, out of memory, a missing binary,
+a grade that stalls. A fault must never score 0.0, and the grader must not stay broken: a sandbox
+that failed to start is probed again. Against the toolchain double (not Lean)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import errno
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from helpers import (
+    DOUBLE_DIR,
+    copy_double,
+    marker,
+    needs_bwrap,
+    processes_with,
+    run_double,
+    submission,
+    wait_gone,
+    work_dirs,
+)
+
+from lean_mod_add_proof.grading import pipeline, process, sandbox
+from lean_mod_add_proof.grading.process import CommandOutcome
+
+TESTS = Path(__file__).resolve().parent
+MODES = [pytest.param("off", id="plain"), pytest.param("on", id="bwrap", marks=needs_bwrap)]
+
+
+def not_judged(res: object, *words: str) -> None:
+    """`res` is "could not judge" and its reason names every one of `words`."""
+    assert res.judged is False and not res.accepted, res.reason  # type: ignore[attr-defined]
+    assert res.reason.startswith("could not judge: "), res.reason  # type: ignore[attr-defined]
+    for word in words:
+        assert word in res.reason, (word, res.reason)  # type: ignore[attr-defined]
+    assert "internal grader error" not in res.reason  # type: ignore[attr-defined]
+
+
+def use_bwrap(monkeypatch: pytest.MonkeyPatch, path: Path | str) -> None:
+    """As if the probe had found a working bwrap at `path` (it may stop working later)."""
+    monkeypatch.setattr(sandbox, "_probe", sandbox.SandboxProbe(True, "bwrap works", str(path)))
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: str(path))
+
+
+def unshare_works(*flags: str) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", *flags, "true"], capture_output=True).returncode == 0
+
+
+def run_isolated(flags: list[str], prelude: str, body: str, tmp_path: Path) -> dict[str, object]:
+    """Run a grader in a fresh process under `unshare FLAGS` (a private user/mount namespace,
+    so lowering its limits or mounting a small disk touches nothing else on the machine)."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, json, sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from pathlib import Path
+        from helpers import double_config, grade_task, submission
+        from lean_mod_add_proof.grading import sandbox
+        from lean_mod_add_proof.grading.grader import grade
+        tmp = Path({str(tmp_path)!r})
+        def run(text, **cfg):
+            res = asyncio.run(grade(text, grade_task(), double_config(tmp, **cfg), skip_selftest=True))
+            return {{"judged": res.judged, "accepted": res.accepted, "reason": res.reason,
+                     "sandboxed": res.sandboxed}}
+        """
+    ) + textwrap.dedent(body)
+    done = subprocess.run(
+        ["unshare", *flags, "sh", "-c", prelude + ' exec "$0" -c "$1"', sys.executable, script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---- the sandbox did not start -----------------------------------------------------------------
+
+
+def test_bwrap_status_documents_tell_set_up_from_the_command() -> None:
+    """As measured with bubblewrap 0.8.0 (see `process.sandbox_exit_code`)."""
+    child = b'{ "child-pid": 28933, "mnt-namespace": 4026532174 }\n'
+    assert process.sandbox_exit_code(child + b'{ "exit-code": 7 }\n') == 7
+    assert process.sandbox_exit_code(child + b'{ "exit-code": 137 }\n') == 137
+    assert process.sandbox_exit_code(child) is None  # set-up failed, or bwrap was killed
+    assert process.sandbox_exit_code(b"") is None  # a namespace limit: not even child-pid
+    assert process.sandbox_exit_code(child + b'{ "exit-co') is None  # torn
+    assert process.sandbox_exit_code(b'{"exit-code": "7"}') is None
+
+
+@needs_bwrap
+async def test_a_sandbox_that_stops_starting_is_not_judged_and_probed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bwrap works at the first probe, then fails to set up (here: a bind source it cannot
+    find). The grade is "could not judge" naming bwrap's own error, not a rejection of a correct
+    proof (`exit 1: bwrap: ...`), and the next grade probes bwrap again instead of trusting it."""
+    real = sandbox.find_bwrap()
+    assert real is not None
+    res = await run_double(submission(), tmp_path, sandbox="on")
+    assert res.accepted and res.sandboxed, res.reason  # the cache is warm: next comes the build
+    broken = tmp_path / "bwrap"
+    broken.write_text(f'#!/bin/sh\nexec {real} --ro-bind /nonexistent-lmap/x /lmap-x "$@"\n')
+    broken.chmod(0o755)
+    use_bwrap(monkeypatch, broken)
+    res = await run_double(submission(), tmp_path, sandbox="on")
+    not_judged(res, "the sandbox (bwrap) did not start", "Can't find source path /nonexistent-lmap/x")
+    assert res.failed_stage == "build"
+    assert sandbox._probe is None  # forgotten: the next grade runs the probe again
+    res = await run_double(submission(), tmp_path, sandbox="on")
+    not_judged(res, "sandbox required (sandbox=on) but bwrap does not work here", "Can't find source path")
+    # `auto` does not fall back to running the submission unsandboxed once bwrap has worked
+    monkeypatch.setattr(sandbox, "_probe", None)
+    monkeypatch.setattr(sandbox, "_ever_worked", True)
+    res = await run_double(submission(), tmp_path, sandbox="auto")
+    not_judged(res, "the sandbox worked earlier in this process and now fails")
+    assert sandbox.FAILED_PROBE_TTL_S > 0  # and a failed probe is itself tried again later
+
+
+@needs_bwrap
+async def test_bwrap_removed_mid_run_is_not_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bwrap is uninstalled (or upgraded) while a long evaluation runs: prlimit cannot exec it."""
+    real = sandbox.find_bwrap()
+    assert real is not None
+    copy = tmp_path / "bin" / "bwrap"
+    copy.parent.mkdir()
+    shutil.copy2(real, copy)
+    use_bwrap(monkeypatch, copy)
+    res = await run_double(submission(), tmp_path, sandbox="on")
+    assert res.accepted and res.sandboxed, res.reason
+    copy.unlink()
+    res = await run_double(submission(), tmp_path, sandbox="on")
+    not_judged(res, "the sandbox (bwrap) did not start", f"failed to execute {copy}", "No such file")
+    res = await run_double(submission(), tmp_path, sandbox="on")  # probed again: it is gone
+    not_judged(res, "bwrap does not work here")
+
+
+@pytest.mark.skipif(not unshare_works("-Ur"), reason="no private user namespace here (unshare -Ur)")
+@needs_bwrap
+def test_namespace_limits_reached_mid_run_are_not_judged(tmp_path: Path) -> None:
+    """Measured, not assumed: in a private user namespace (nothing else on the machine is
+    touched) the grader probes bwrap, grades once, then the namespace limit drops to zero, as
+    when the host runs out of namespaces under load. bwrap then writes no status document at all
+    and exits 1 with "Creating new namespace failed: ... (ENOSPC)"."""
+    got = run_isolated(
+        ["-Ur"],
+        "",
+        """
+        assert sandbox.probe_sandbox().available
+        first = run(submission(), sandbox="on")
+        with open("/proc/sys/user/max_pid_namespaces", "w") as f:  # this namespace's own limit
+            f.write("0")
+        second = run(submission(), sandbox="on")
+        print(json.dumps({"first": first, **second}))
+        """,
+        tmp_path,
+    )
+    assert got["first"]["accepted"], got  # type: ignore[index]
+    assert got["judged"] is False and not got["accepted"], got
+    reason = str(got["reason"])
+    assert reason.startswith("could not judge: the sandbox (bwrap) did not start"), reason
+    assert "Creating new namespace failed" in reason and "ENOSPC" in reason, reason
+
+
+# ---- a SIGKILL the grader did not send ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_outside_sigkill_of_the_build_is_not_judged(tmp_path: Path, mode: str) -> None:
+    """The host's OOM killer (here: the test) SIGKILLs the build. Only the grader's own kills
+    (deadline, caps) are verdicts; this says nothing about the submission, as in the judge."""
+    mark = f"{random.randint(20, 29)}.{random.randint(10**6, 10**7 - 1)}"
+    job = asyncio.create_task(run_double(submission(f"build sleep {mark}"), tmp_path, sandbox=mode))
+    end = time.monotonic() + 30
+    sleeper: list[int] = []
+    while not (sleeper := [p for p in processes_with(mark) if cmdline(p) == f"sleep\0{mark}\0".encode()]):
+        assert time.monotonic() < end and not job.done(), "the build never started"
+        await asyncio.sleep(0.02)
+    build = ppid(sleeper[0])  # the double's `lean`: the command the grader started (in bwrap: its child)
+    os.kill(build, signal.SIGKILL)
+    res = await job
+    not_judged(res, "SIGKILL the grader did not send", "OOM")
+    assert res.failed_stage == "build"
+    assert await wait_gone(mark) == []
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.parametrize(("peak", "judged"), [(300, True), (100, False)])
+async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak: int, judged: bool
+) -> None:
+    """A SIGKILL from outside while the tree was seen over its memory cap is the cap's verdict
+    (the submission's doing); under the cap it is "could not judge"."""
+    real = pipeline.run_command
+
+    async def killed_from_outside(argv: list[str], **kw: object) -> CommandOutcome:
+        out = await real(argv, **kw)  # type: ignore[arg-type]
+        if any("Submission.lean" in a for a in argv):
+            rec = out.record.model_copy(update={"exit_code": None, "signal": signal.SIGKILL})
+            return dataclasses.replace(out, record=rec, peak_rss_mb=peak)
+        return out
+
+    monkeypatch.setattr(pipeline, "run_command", killed_from_outside)
+    res = await run_double(submission(), tmp_path, memory_mb=256)
+    assert res.judged is judged and not res.accepted, res.reason
+    if judged:
+        assert "stopped: memory cap exceeded (300 MiB > 256 MiB)" in res.reason, res.reason
+    else:
+        not_judged(res, "SIGKILL the grader did not send", "100 MiB of its 256 MiB memory cap")
+
+
+# ---- a full disk, out of memory, a missing binary -------------------------------------------
+
+
+@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+def test_a_full_work_disk_is_not_judged_and_named(tmp_path: Path) -> None:
+    """A real full disk: the work root is an 8 MiB tmpfs in a private mount namespace. Filled
+    before the grade, the package copy fails with ENOSPC; nearly full, the build fails for want
+    of room. Both are "could not judge: the work disk is full", never "internal grader error"."""
+    small = tmp_path / "small"
+    small.mkdir()
+    got = run_isolated(
+        ["-Urm"],
+        f"mount -t tmpfs -o size=8m tmpfs {small} &&",
+        f"""
+        small = Path({str(small)!r})
+        warm = run(submission())  # the cache (elsewhere) is built; the work root is fine
+        with open(small / "fill", "wb") as f:  # the host fills the disk
+            try:
+                while True:
+                    f.write(bytes(1 << 20)); f.flush()
+            except OSError:
+                pass
+        full = run(submission(), work_root=small / "work")
+        (small / "fill").unlink()
+        nearly = run(submission("build bigfile 16"), work_root=small / "work", max_disk_mb=1024)
+        print(json.dumps({{"warm": warm, "full": full, "nearly": nearly}}))
+        """,
+        tmp_path,
+    )
+    assert got["warm"]["accepted"], got  # type: ignore[index]
+    for case in ("full", "nearly"):
+        res = got[case]
+        assert res["judged"] is False, (case, res)  # type: ignore[index]
+        assert res["reason"].startswith("could not judge: the work disk is full"), (case, res)  # type: ignore[index]
+
+
+async def test_enospc_anywhere_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_room(*_: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "Submission.lean")
+
+    monkeypatch.setattr(pipeline.pkgmod, "write_submission", no_room)
+    res = await run_double(submission(), tmp_path)
+    not_judged(res, "the work disk is full", "No space left on device")
+
+
+async def test_memory_error_in_the_grader_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def oom(_: str) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(pipeline, "check_guard", oom)
+    res = await run_double(submission(), tmp_path)
+    not_judged(res, "out of memory")
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (errno.ENOMEM, ("out of memory", "Cannot allocate memory")),
+        (errno.EAGAIN, ("refused a new process",)),
+        (errno.EMFILE, ("out of file descriptors",)),
+        (errno.ENOENT, ("a program the grader runs is missing",)),
+    ],
+)
+async def test_a_command_that_cannot_be_started_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: tuple[str, ...]
+) -> None:
+    res = await run_double(submission(), tmp_path)  # the cache is built: the build spawns next
+    assert res.accepted, res.reason
+
+    def refused(argv: list[str], **_: object) -> None:
+        raise OSError(code, os.strerror(code), argv[0])
+
+    monkeypatch.setattr(process.subprocess, "Popen", refused)
+    res = await run_double(submission(), tmp_path)
+    not_judged(res, "could not start", *words)
+
+
+async def test_the_toolchain_removed_mid_run_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lean` vanishes after the toolchain was located (an upgrade mid-run): prlimit cannot exec
+    it (exit 127), which is not the submission's build failing."""
+    tc = copy_double(tmp_path / "tc")
+    lean = tc / "bin" / "lean"
+    real_build = pipeline._Grade.build
+
+    async def build_after_removal(self: pipeline._Grade, *args: object) -> None:
+        lean.rename(lean.with_name("lean.gone"))
+        await real_build(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline._Grade, "build", build_after_removal)
+    res = await run_double(submission(), tmp_path, toolchain_dir=tc)
+    not_judged(res, f"{lean} is missing or not executable")
+    assert DOUBLE_DIR.joinpath("bin", "lean").exists()
+
+
+# ---- a grade that stalls -------------------------------------------------------------------
+
+
+async def test_a_stalled_grade_returns_not_judged_with_its_processes_and_directory_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lost wake-up, simulated: the build's exit is never noticed (no pidfd, and the exit
+    poll is blind), so the grade can neither finish nor be cancelled (`_finish` waits for the
+    exit). The watchdog ends it anyway: "could not judge: the grader stalled", its processes
+    killed, its directory removed."""
+    monkeypatch.setattr(pipeline, "STALL_SLACK_S", 0.5)
+    monkeypatch.setattr(pipeline, "STALL_GRACE_S", 0.5)
+    mark = marker()
+    warm = await run_double(submission(), tmp_path)  # the cache is built; then stall in the build
+    assert warm.accepted, warm.reason
+
+    def no_pidfd(_: int) -> int:
+        raise OSError(errno.ENOSYS, "no pidfd here")
+
+    blind = True
+    real_on_exit = process._Run._on_exit
+
+    def maybe_blind(self: process._Run) -> None:
+        if not blind:
+            real_on_exit(self)
+
+    monkeypatch.setattr(process.os, "pidfd_open", no_pidfd)
+    monkeypatch.setattr(process._Run, "_on_exit", maybe_blind)
+    res = await run_double(submission(f"build spawn {mark}", "build sleep 30"), tmp_path, timeout_s=1)
+    not_judged(res, "the grader stalled", "stage build", "abandoned")
+    assert await wait_gone(mark) == []
+    assert work_dirs(tmp_path) == []
+    assert len(pipeline._abandoned) == 1
+    blind = False  # the wake-up comes after all: the abandoned grade ends on its own
+    end = time.monotonic() + 30
+    while pipeline._abandoned and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    assert not pipeline._abandoned
