@@ -47,9 +47,14 @@ doctor: setup
 bench: setup
 	$(BIN)/python benchmarks/grader_overhead.py
 
-# Mixed grades with faults against the toolchain double; fails on anything left behind.
+# Mixed grades with faults against the toolchain double; fails on anything left behind or any grade
+# that ends wrongly (a stall included). Unsandboxed at concurrency 8, then sandboxed at concurrency 32,
+# SOAK_RUNS times (issue 18's lost wake-up showed only there). Needs bwrap for the second part.
+SOAK_RUNS ?= 10
 soak: setup
 	$(BIN)/python benchmarks/soak.py --grades 200 --concurrency 8
+	@sh scripts/ensure-bwrap.sh
+	$(BIN)/python benchmarks/soak.py --grades 100 --concurrency 32 --sandbox on --runs $(SOAK_RUNS)
 
 # Mutation testing of the grader's pure modules, scored per module (a benchmark, not CI; mutmut
 # comes from the `mutate` extra). Options in MUTATE_ARGS, e.g. MUTATE_ARGS="--modules judge,result".

@@ -451,6 +451,7 @@ def run_supplement(scratch: Path, module: str) -> list[Mutant]:
         raise SystemExit(f"{module}: the tests fail on the unmutated copy in {scratch}")
     timeout = 10 * (time.monotonic() - started) + 10
     mutants = supplement_mutants(original)
+    print(f"   supplement: {len(mutants)} mutants", flush=True)
     try:
         for mutant in mutants:
             path.write_text(mutant.source)
@@ -522,6 +523,7 @@ def measure(module: str, args: argparse.Namespace, work: Path) -> ModuleScore:
         everything = mutmut_names(scratch)
         names = sorted(random.Random(args.seed).sample(everything, min(args.guard_sample, len(everything))))
         score.note = f"sample of {len(names)} of {len(everything)} mutmut mutants (seed {args.seed})"
+    print(f"   mutmut: {len(names) if names else 'all'} mutants", flush=True)
     for entry in run_mutmut(scratch, args.max_children, names, work / f"{module}.mutmut.log"):
         before, after = changed_lines(entry.get("diff", ""))
         score.add(entry["name"], entry["status"], before, after)
@@ -573,7 +575,8 @@ def print_report(scores: list[ModuleScore]) -> None:
     console.print("\n[bold]Other survivors[/bold] (a test is missing, or add it to EQUIVALENT with why)")
     for s in scores:
         for name, before, after in s.survived:
-            console.print(f"  {name}:\n    [red]- {escape(before)}[/red]\n    [green]+ {escape(after)}[/green]")
+            console.print(f"  {name}:\n    [red]- {escape(before)}[/red]")
+            console.print(f"    [green]+ {escape(after)}[/green]")
 
 
 def main() -> int:

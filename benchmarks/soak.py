@@ -5,20 +5,26 @@ what was left behind: processes carrying the soak's marker, grade and cache temp
 open file descriptors and threads of this process; and it prints peak RSS and grades per second.
 
     .venv/bin/python benchmarks/soak.py [--grades 200] [--concurrency 8] [--sandbox off|on]
-                                        [--timeout-s 30] [--seed 0]
+                                        [--timeout-s 30] [--seed 0] [--runs 1]
 
 The `timeout` kind runs with a 3 s limit (its build sleeps 30 s); every other kind gets
 `--timeout-s`, so that CPU contention (32 grades on two cores) does not turn an accepted flood into
 a timeout: the soak is about the grader's life cycle, not about how fast the host is. A grade that
 stalls ends as "could not judge: the grader stalled" (the watchdog), which is a wrong ending here.
 
-Exit status: 0 when nothing was left behind and every grade ended as its kind should; 1 otherwise.
+`--runs N` repeats the soak with seeds seed .. seed+N-1 (fresh directories each time) and ends with
+one line per run. A run that does not finish within `--run-timeout-s` prints every task's stack
+and fails.
+
+Exit status: 0 when nothing was left behind and every grade ended as its kind should, in every
+run; 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
 import random
 import resource
@@ -164,6 +170,70 @@ def leftovers(tmp: Path, fds_before: int, threads_before: int) -> dict[str, int]
     }
 
 
+class SoakHung(Exception):
+    pass
+
+
+async def guarded(args: argparse.Namespace, tmp: Path, console: Console) -> tuple[Counter, list[str], float]:
+    """`soak`, failing (with every task's stack) instead of waiting forever if a run hangs."""
+    job = asyncio.ensure_future(soak(args, tmp, console))
+    done, _ = await asyncio.wait({job}, timeout=args.run_timeout_s)
+    if not done:
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                buf = io.StringIO()
+                task.print_stack(file=buf, limit=20)
+                console.print(buf.getvalue(), highlight=False, markup=False)
+        raise SoakHung(f"the soak did not finish within {args.run_timeout_s:g} s")
+    return job.result()
+
+
+def one_run(args: argparse.Namespace, console: Console) -> dict[str, object]:
+    SLOWEST.clear()
+    fds_before, threads_before = len(os.listdir("/proc/self/fd")), threading.active_count()
+    with tempfile.TemporaryDirectory(prefix="lmap-soak-") as tmpdir:
+        tmp = Path(tmpdir)
+        try:
+            outcomes, wrong, elapsed = asyncio.run(guarded(args, tmp, console))
+        except SoakHung as exc:
+            console.print(f"[bold red]HUNG[/] seed {args.seed}: {exc}")
+            for pid in processes_with(MARK):
+                os.kill(pid, 9)
+            os._exit(1)  # asyncio.run would wait for the stuck tasks
+        left = leftovers(tmp, fds_before, threads_before)
+    for pid in processes_with(MARK):  # clean up after reporting, so a failure is visible
+        os.kill(pid, 9)
+    table = Table(
+        title=f"soak: {args.grades} grades, concurrency {args.concurrency}, sandbox {args.sandbox}, "
+        f"seed {args.seed}"
+    )
+    table.add_column("kind")
+    table.add_column("ending")
+    table.add_column("count", justify="right")
+    for (kind, got), count in sorted(outcomes.items()):
+        table.add_row(kind, got, str(count))
+    console.print(table)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    longest = max(SLOWEST, default=0.0)
+    console.print(f"{args.grades / elapsed:.1f} grades/s; grader peak RSS {peak_mb:.0f} MiB")
+    console.print(f"longest grade {longest:.1f} s; whole soak {elapsed:.1f} s")
+    for name, count in left.items():
+        console.print(f"left behind: {name}: {count}")
+    for line in wrong:
+        console.print(f"[red]wrong ending[/] {line}", highlight=False)
+    bad = any(left.values()) or bool(wrong)
+    console.print("[bold red]FAILED[/]" if bad else "[bold green]clean[/]")
+    return {
+        "seed": args.seed,
+        "clean": not bad,
+        "rate": args.grades / elapsed,
+        "longest": longest,
+        "elapsed": elapsed,
+        "wrong": len(wrong),
+        "left": sum(left.values()),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -173,32 +243,27 @@ def main() -> int:
     parser.add_argument("--sandbox", choices=("off", "on"), default="off")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout-s", type=float, default=30.0)
+    parser.add_argument("--runs", type=int, default=1, help="repeat with seeds seed, seed+1, ...")
+    parser.add_argument("--run-timeout-s", type=float, default=900.0, help="a run taking longer has hung")
     args = parser.parse_args()
     console = Console()
-    fds_before, threads_before = len(os.listdir("/proc/self/fd")), threading.active_count()
-    with tempfile.TemporaryDirectory(prefix="lmap-soak-") as tmpdir:
-        tmp = Path(tmpdir)
-        outcomes, wrong, elapsed = asyncio.run(soak(args, tmp, console))
-        left = leftovers(tmp, fds_before, threads_before)
-    for pid in processes_with(MARK):  # clean up after reporting, so a failure is visible
-        os.kill(pid, 9)
-    table = Table(title=f"soak: {args.grades} grades, concurrency {args.concurrency}, sandbox {args.sandbox}")
-    table.add_column("kind")
-    table.add_column("ending")
-    table.add_column("count", justify="right")
-    for (kind, got), count in sorted(outcomes.items()):
-        table.add_row(kind, got, str(count))
-    console.print(table)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    console.print(f"{args.grades / elapsed:.1f} grades/s; grader peak RSS {peak_mb:.0f} MiB")
-    console.print(f"longest grade {max(SLOWEST, default=0):.1f} s; whole soak {elapsed:.1f} s")
-    for name, count in left.items():
-        console.print(f"left behind: {name}: {count}")
-    for line in wrong:
-        console.print(f"[red]wrong ending[/] {line}", highlight=False)
-    bad = any(left.values()) or bool(wrong)
-    console.print("[bold red]FAILED[/]" if bad else "[bold green]clean[/]")
-    return 1 if bad else 0
+    first = args.seed
+    runs = []
+    for i in range(args.runs):
+        args.seed = first + i
+        runs.append(one_run(args, console))
+    if args.runs > 1:
+        table = Table(title=f"{args.runs} soak runs: concurrency {args.concurrency}, sandbox {args.sandbox}")
+        for col in ("seed", "ending", "grades/s", "longest grade s", "whole run s"):
+            table.add_column(col, justify="right")
+        for r in runs:
+            ending = "clean" if r["clean"] else f"FAILED ({r['wrong']} wrong, {r['left']} left)"
+            table.add_row(
+                str(r["seed"]), ending, f"{r['rate']:.1f}", f"{r['longest']:.1f}", f"{r['elapsed']:.1f}"
+            )
+        console.print(table)
+        console.print(f"{sum(bool(r['clean']) for r in runs)} of {args.runs} runs finished clean")
+    return 0 if all(r["clean"] for r in runs) else 1
 
 
 if __name__ == "__main__":

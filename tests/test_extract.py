@@ -10,6 +10,7 @@ import pytest
 from timing import assert_time_is_linear
 
 from lean_mod_add_proof.grading.extract import (
+    LEAN_INFO_WORDS,
     Extraction,
     as_lean_file,
     extract_submission,
@@ -123,6 +124,8 @@ EXACT: list[tuple[str, str, Extraction]] = [
      Extraction(None, "the code contains a NUL character (line 2)", 2)),
     ("surrogate-line-3", "```lean\na\nb\n-- \udc80\nc\n```",
      Extraction(None, "the code contains text that is not valid Unicode (line 3)", 1)),
+    ("surrogate-line-1-of-3", "```lean\n\udc80\nb\nc\n```",
+     Extraction(None, "the code contains text that is not valid Unicode (line 1)", 1)),
     ("surrogate-after-leading-newline", "```lean\n\n\ud800\n```",
      Extraction(None, "the code contains text that is not valid Unicode (line 2)", 1)),
     ("only", f"```lean\n{CODE}```", Extraction(CODE, "the only ```lean code block", 1)),
@@ -136,6 +139,10 @@ EXACT: list[tuple[str, str, Extraction]] = [
 @pytest.mark.parametrize(("reply", "expected"), [(r, e) for _, r, e in EXACT], ids=[i for i, *_ in EXACT])
 def test_extraction_is_exact(reply: str, expected: Extraction) -> None:
     assert extract_submission(reply) == expected
+
+
+def test_lean_info_words_are_exactly() -> None:
+    assert LEAN_INFO_WORDS == ("lean", "lean4")
 
 
 def test_blocks_found_counts_complete_lean_blocks_on_rejection() -> None:

@@ -368,3 +368,40 @@ async def test_a_stalled_grade_returns_not_judged_with_its_processes_and_directo
     while pipeline._abandoned and time.monotonic() < end:
         await asyncio.sleep(0.05)
     assert not pipeline._abandoned
+
+
+# ---- the event loop stays free: a long reply is scanned in a child process -----------------------
+
+BIG = pipeline.EXTRACT_IN_CHILD_CHARS + 1000
+
+
+def replies() -> list[str]:
+    prose = "The network adds modulo p.\r\n" * (BIG // 20)
+    lean = "```lean\n" + submission() + "```\n"
+    return [
+        prose + lean + prose,  # CRLF everywhere, one block
+        prose,  # no block
+        prose + "```lean\ntheorem x : True := trivial\n",  # unterminated
+        lean + prose + "```lean4\n" + "-- \ud800 lone surrogate\n" + "```\n",  # not valid Unicode
+        "```lean\n" + "-- é ∀ 𝔽\n" * (BIG // 9) + "```\n",  # a long block of multi-byte text
+        lean + "```lean\n\n```\n" + prose,  # the last block is empty
+    ]
+
+
+@pytest.mark.parametrize("reply", replies(), ids=["one", "none", "open", "surrogate", "multibyte", "empty"])
+async def test_a_long_reply_is_extracted_exactly_as_in_process(reply: str) -> None:
+    from lean_mod_add_proof.grading.extract import extract_submission
+
+    assert len(reply) > pipeline.EXTRACT_IN_CHILD_CHARS
+    assert await pipeline._extract_off_loop(reply) == extract_submission(reply)
+
+
+async def test_no_child_for_the_extraction_changes_nothing_but_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lean_mod_add_proof.grading.extract import extract_submission
+
+    async def refused(*_: object, **__: object) -> None:
+        raise OSError(errno.EAGAIN, "no more processes")
+
+    monkeypatch.setattr(pipeline.asyncio, "create_subprocess_exec", refused)
+    reply = replies()[0]
+    assert await pipeline._extract_off_loop(reply) == extract_submission(reply)

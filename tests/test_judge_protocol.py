@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from pydantic import ValidationError
@@ -15,6 +16,7 @@ from lean_mod_add_proof.grading.judge import (
     REPLAY_STARTED,
     JudgeOutputError,
     JudgeReport,
+    Verdict,
     interpreted_judge,
     judge_argv,
     output_lines,
@@ -99,6 +101,12 @@ def test_replay_started() -> None:
 
 
 # --- the verdict line ----------------------------------------------------------------------------
+
+
+def test_the_verdicts_are_exactly() -> None:
+    # The grader accepts only "ok"; a new verdict (a future "error", say) must be a decision
+    # made here, never a value that slips through as "not a known failure".
+    assert get_args(Verdict) == ("ok", "imports", "replay", "statement")
 
 
 @pytest.mark.parametrize("verdict", ["ok", "imports", "replay", "statement"])

@@ -274,5 +274,5 @@ def test_any_json_value_as_a_field_never_raises(value: object) -> None:
 
 
 def test_only_a_carriage_return_is_dropped_from_a_line_end() -> None:
-    output = "/pkg/S.lean:1:0: error: ends in XX\t\n  detail with trailing space  \n  last\r\n"
-    assert error_messages(output) == ["1:0: ends in XX\t\n  detail with trailing space  \n  last"]
+    output = "/pkg/S.lean:1:0: error: ends in XX\n  a tab\t\n  trailing space  \n  last\r\n"
+    assert error_messages(output) == ["1:0: ends in XX\n  a tab\t\n  trailing space  \n  last"]

@@ -17,7 +17,9 @@ from lean_mod_add_proof.grading import workdirs
 
 def entry_dir(tmp_path: Path) -> Path:
     (entry,) = [
-        p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".") and p.name != "selftest"
+        p
+        for p in (tmp_path / "cache").iterdir()
+        if not p.name.startswith((".", "judge-")) and p.name != "selftest"
     ]
     return entry
 

@@ -5,6 +5,7 @@ stopped. GradeResult objects are built directly; no grade runs."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from pydantic import ValidationError
@@ -14,10 +15,14 @@ from lean_mod_add_proof.grading.result import (
     EXIT_NOT_JUDGED,
     EXIT_REJECTED,
     STAGES,
+    AxiomsMode,
     CommandRecord,
     GraderConfig,
     GradeResult,
     GraderSettings,
+    JudgeMode,
+    SandboxMode,
+    Stage,
     flag_name,
     verdict_exit_code,
 )
@@ -133,6 +138,15 @@ def test_flag_name(setting: str, flag: str) -> None:
 
 def test_stages_in_order() -> None:
     assert STAGES == ("extract", "guard", "toolchain", "build", "leanchecker", "statement", "axioms")
+
+
+def test_literal_choices_are_exactly() -> None:
+    # A widened choice (a new stage, mode or cache state) must be a decision made here too.
+    assert get_args(Stage) == STAGES
+    assert get_args(AxiomsMode) == ("subset", "exact")
+    assert get_args(SandboxMode) == ("auto", "on", "off")
+    assert get_args(JudgeMode) == ("native", "interpreted")
+    assert get_args(GradeResult.model_fields["cache"].annotation) == ("hit", "built", "off", "unused")
 
 
 FLAGS = ("guard_passed", "build_passed", "leanchecker_passed", "statement_passed", "axioms_passed")

@@ -12,8 +12,12 @@ submission's olean; nothing else the build wrote is on its search path.
 from __future__ import annotations
 
 import asyncio
+import codecs
+import contextlib
+import json
 import os
 import signal
+import sys
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,7 +28,7 @@ from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.axioms import check_axioms
-from lean_mod_add_proof.grading.extract import extract_submission
+from lean_mod_add_proof.grading.extract import Extraction, extract_submission
 from lean_mod_add_proof.grading.guard import check_guard
 from lean_mod_add_proof.grading.judge import (
     JUDGE_OUTPUT_CAP,
@@ -854,6 +858,80 @@ async def _grade_body(
             g.result.grader_seconds = round(time.monotonic() - started, 4)
 
 
+#: Replies longer than this (in characters) are scanned in a child process: extraction is a few
+#: whole-text regex passes, each one C call that holds the GIL (83 ms for 5 MB of prose), so a
+#: thread would not free the event loop. Shorter replies are scanned in a thread.
+EXTRACT_IN_CHILD_CHARS = 256 * 1024
+_CHUNK_CHARS = 1 << 20
+_EXTRACT_CHILD = """
+import codecs, json, sys
+sys.path.insert(0, sys.argv[1])  # where this grader's own package is
+from lean_mod_add_proof.grading.extract import extract_submission
+reply = codecs.decode(sys.stdin.buffer.read(), "utf-8", "surrogatepass")
+ex = extract_submission(reply)
+head = {"code": ex.code is not None, "reason": ex.reason, "blocks": ex.blocks_found}
+sys.stdout.buffer.write(json.dumps(head).encode() + b"\\n")
+if ex.code is not None:
+    sys.stdout.buffer.write(ex.code.encode("utf-8", "surrogatepass"))
+"""
+
+
+async def _extract_off_loop(reply: str) -> Extraction:
+    """`extract_submission(reply)` without holding the event loop: a thread for a short reply, a
+    child process for a long one (the reply goes to it and the code comes back in pieces of at
+    most 1 Mi characters, so no single step holds the loop long). A child that cannot do it
+    (cannot start, crashes, answers garbage) changes nothing but speed: the thread does it."""
+    if len(reply) <= EXTRACT_IN_CHILD_CHARS:
+        return await asyncio.to_thread(extract_submission, reply)
+    here = Path(extract_submission.__code__.co_filename).resolve().parents[2]
+    try:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _EXTRACT_CHILD,
+            str(here),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return await asyncio.to_thread(extract_submission, reply)
+    assert child.stdin is not None and child.stdout is not None
+    stdin, stdout = child.stdin, child.stdout
+
+    async def feed() -> None:
+        try:
+            for at in range(0, len(reply), _CHUNK_CHARS):
+                stdin.write(reply[at : at + _CHUNK_CHARS].encode("utf-8", "surrogatepass"))
+                await stdin.drain()
+        finally:
+            stdin.close()
+
+    feeding = asyncio.ensure_future(feed())
+    try:
+        head = json.loads(await stdout.readline())
+        decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+        parts = []
+        while chunk := await stdout.read(1 << 16):
+            parts.append(decoder.decode(chunk))
+        parts.append(decoder.decode(b"", final=True))
+        await feeding
+        if await child.wait() != 0 or not isinstance(head, dict):
+            raise ValueError("the extraction child failed")
+        code = "".join(parts) if head["code"] else None
+        return Extraction(code, str(head["reason"]), int(head["blocks"]))
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return await asyncio.to_thread(extract_submission, reply)
+    finally:
+        if not feeding.done():
+            feeding.cancel()
+        feeding.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved
+        if child.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            await child.wait()
+
+
 async def grade_reply(
     reply: str,
     task: GradeTask,
@@ -868,8 +946,7 @@ async def grade_reply(
     if on_stage is not None:
         on_stage("extract")
     try:
-        # Off the loop: a 10 MB reply takes a while to scan, and every other grade would wait.
-        extraction = await asyncio.to_thread(extract_submission, reply)
+        extraction = await _extract_off_loop(reply)
     except Exception as exc:
         extraction = None
         why = host_fault_reason(exc)

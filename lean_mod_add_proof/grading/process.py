@@ -35,7 +35,12 @@ Residual limits (say these plainly wherever the caps are described):
   (`env -i`, an `execve` with a fresh environment) is not found and outlives the grade.
   Unsandboxed is no security boundary anyway: the command runs as the grader's user and can
   signal, ptrace or read the grader. With the sandbox on (bwrap: PID namespace,
-  `--die-with-parent`) nothing survives: killing bwrap tears the whole namespace down.
+  `--die-with-parent`) nothing survives: killing bwrap tears the whole namespace down. But
+  bwrap's child takes `--die-with-parent` (PR_SET_PDEATHSIG) only once the sandbox is set up,
+  just before it starts the command: killing bwrap *alone* in those first milliseconds leaves
+  the child to run the command unwatched. The grader never does that (its kill is the process
+  group, which the child is in, and the watcher follows the child); a grader killed outright
+  in that window leaves it to the next grader's sweep (the child carries the marker).
 - Caps are polled, not enforced by the kernel: memory can overshoot by what the tree touches in
   one poll (~50 ms; the address-space backstop stops any single process at
   `ADDRESS_SPACE_BACKSTOP_MB`), a fork burst can briefly exceed the process cap, and disk can
@@ -252,7 +257,7 @@ def find_prlimit() -> str | None:
 
 def exit_status(returncode: int, *, sandboxed: bool) -> tuple[int | None, int | None]:
     """(exit_code, signal) from a returncode, the same with and without the sandbox (pure).
-    asyncio reports death by signal N as -N; bwrap exits 128+N when its child dies of signal N."""
+    Popen reports death by signal N as -N; bwrap exits 128+N when its child dies of signal N."""
     if returncode < 0:
         return None, -returncode
     if sandboxed and 128 < returncode < 128 + signal.NSIG:
