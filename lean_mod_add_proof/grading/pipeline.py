@@ -979,6 +979,28 @@ async def grade_reply(
     return result
 
 
+async def _get_ready(g: _Grade, toolchain_check: ToolchainCheck | None, *, task_entry: bool) -> None:
+    """What a first grade does before it builds anything of the submission's: locate the
+    toolchain, get the judge ready, run `toolchain_check`, and (`task_entry`) build or verify the
+    task's cache entry. Every failure is `judged=False` (nothing was graded)."""
+    try:
+        env = await g.locate()
+        await g.prepare_judge(env)
+        if toolchain_check is not None:
+            await g.check_toolchain(env, toolchain_check)
+        if task_entry:
+            g.begin("build")
+            await g.prepare(env)
+    except _Failed as failed:
+        g.fail(failed.stage, failed.reason, judged=False)
+    except Exception as exc:
+        g.fail(g.result.stage_reached, f"internal grader error: {type(exc).__name__}: {exc}", judged=False)
+    finally:
+        g.end()
+        if g.grade_dir is not None:
+            workdirs.remove_tree(g.grade_dir)
+
+
 async def warm_cache(
     task: GradeTask, config: GraderConfig, *, toolchain_check: ToolchainCheck | None
 ) -> GradeResult:
@@ -989,22 +1011,8 @@ async def warm_cache(
     reason (`warm-cache`, image builds)."""
     started = time.monotonic()
     g = _Grade(task, config, None)
-    try:
-        env = await g.locate()
-        await g.prepare_judge(env)
-        if toolchain_check is not None:
-            await g.check_toolchain(env, toolchain_check)
-        g.begin("build")
-        await g.prepare(env)
-    except _Failed as failed:
-        g.fail(failed.stage, failed.reason, judged=False)
-    except Exception as exc:
-        g.fail(g.result.stage_reached, f"internal grader error: {type(exc).__name__}: {exc}", judged=False)
-    finally:
-        g.end()
-        if g.grade_dir is not None:
-            workdirs.remove_tree(g.grade_dir)
-        g.result.grader_seconds = round(time.monotonic() - started, 4)
+    await _get_ready(g, toolchain_check, task_entry=True)
+    g.result.grader_seconds = round(time.monotonic() - started, 4)
     if g.result.failed_stage is None:
         g.result.reason = f"cache {g.result.cache}; judge {g.result.judge_mode}"
     return g.result
@@ -1015,13 +1023,5 @@ async def prepare_judge_only(config: GraderConfig) -> GradeResult:
     toolchain, else `lean --run`), grading nothing: `judge_mode` and `judge_note` say which
     judge grades on this machine and why (`doctor`). A failure is `judged=False` with the reason."""
     g = _Grade(GradeTask(task_id="", p=0, network_lean="", weights_lean=""), config, None)
-    try:
-        env = await g.locate()
-        await g.prepare_judge(env)
-    except _Failed as failed:
-        g.fail(failed.stage, failed.reason, judged=False)
-    except Exception as exc:
-        g.fail(g.result.stage_reached, f"internal grader error: {type(exc).__name__}: {exc}", judged=False)
-    finally:
-        g.end()
+    await _get_ready(g, None, task_entry=False)
     return g.result
