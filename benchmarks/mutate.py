@@ -135,6 +135,44 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     Equivalent(
         "guard",
+        'if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] '
+        "not in _WORD_SET)):",
+        'if not (text.startswith("import", pos) and (pos + 6 > len(text) or text[pos + 6] '
+        "not in _WORD_SET)):",
+        "the guard's text always ends in a newline (as_lean_file), so `import` never ends it",
+    ),
+    Equivalent(
+        "guard",
+        "run, word = next(iter(wanted.items()))  # unreachable: every key is a run of `text`",
+        "run, word = next(None)  # unreachable: every key is a run of `text`",
+        "unreachable: every key of `wanted` is a run of the text (were it reached, the guard fails closed)",
+    ),
+    Equivalent(
+        "guard",
+        "end = len(joined) if end < 0 else end",
+        "end = len(joined) if end <= 0 else end",
+        "the search for a newline starts after a non-empty match, so it never returns 0",
+    ),
+    Equivalent(
+        "guard",
+        "return -1",
+        "return -2",
+        "_closing_bracket's caller only tests `close < 0`",
+    ),
+    Equivalent(
+        "guard",
+        "if 0 <= opening < close:",
+        "if 0 <= opening <= close:",
+        "`/-` and `-/` cannot start at the same position",
+    ),
+    Equivalent(
+        "guard",
+        "if 0 <= opening < pos:",
+        "if 0 < opening < pos:",
+        "openings are searched from 2 characters past a `/-`, so an opening is never at 0",
+    ),
+    Equivalent(
+        "guard",
         "pos = n if end < 0 else end + 1",
         "pos = n if end < 1 else end + 1",
         "end is where a newline was found after `--` at pos >= 0, so end >= 2 whenever it is found",
@@ -156,6 +194,8 @@ def _mutmut_config(module: str, tests: tuple[str, ...]) -> str:
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
         "use_git_change_detection = false\n"
+        # A mutant that loops must not hold a worker for 15x the suite's time (mutmut's default).
+        "timeout_multiplier = 4.0\n"
     )
 
 

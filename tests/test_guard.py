@@ -410,6 +410,15 @@ def test_an_error_while_normalising_rejects_the_file(monkeypatch: pytest.MonkeyP
     )
 
 
+def test_an_error_in_the_size_check_rejects_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_: str) -> None:
+        raise OverflowError
+
+    monkeypatch.setattr(guardmod, "_check_size", broken)
+    verdict = check_guard(reference_submission(7))
+    assert verdict.reason == f"{INTERNAL_ERROR_REASON} (OverflowError in _check_size); the file is rejected"
+
+
 def test_a_rule_after_a_failing_one_does_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(_: str) -> GuardVerdict | None:
         raise AssertionError("must not run")
@@ -433,6 +442,15 @@ LIVE_PATHS: list[tuple[str, str, str, int | None]] = [
     ("attribute-after-a-list", with_body("def xs := [1, [2]]\n@[tactic foo] def x := 1"), "tactic", 4),
     ("attribute-command-after-a-list", with_body("def xs := [1]\nattribute [tactic] x"), "tactic", 4),
     ("attribute-command", with_body("attribute [tactic] x"), "tactic", 3),
+    # every list is checked, not only the first
+    ("second-attribute-list", with_body("@[simp] def a := 1\n@[tactic foo] def x := 1"), "tactic", 4),
+    ("attribute-list-after-command", with_body("attribute [simp] a\n@[tactic foo] def x := 1"), "tactic", 4),
+    ("block-comment-in-attribute-list", with_body("@[simp /- -/] def x := 1"), "@[", 3),
+    ("string-in-attribute-list", with_body("@[simp \"x\"] def x := 1"), "@[", 3),
+    ("char-in-attribute-list", with_body("@[simp 'x'] def x := 1"), "@[", 3),
+    # a digit run is searched for banned words case-sensitively, as identifiers are
+    ("capital-word-in-digit-run", with_body("def x := 0IO.FS"), "IO", 3),
+    ("camel-word-in-digit-run", with_body("def x := 1sorryAx"), "sorryAx", 3),
     ("attribute-command-spaced", with_body("attribute\n  [local tactic] x"), "tactic", 3),
     ("attribute-command-unterminated", with_body("def xs := [1]\nattribute [simp x"), "@[", 4),
     ("digit-suffixed-name-before-percent", with_body("def y := h2%7"), "h2%", 3),
@@ -484,6 +502,15 @@ def test_neighbours_of_live_paths_pass(text: str) -> None:
         assert not verdict.passed and verdict.word == "dbg"
     else:
         assert verdict.passed, verdict.reason
+
+
+def test_the_first_of_many_digit_runs_is_named() -> None:
+    # Distinct runs are examined in set order (which changes from run to run); the verdict must
+    # still name the first offending run of the file, on its own line.
+    body = "\n".join(f"def y{i} := {i}sorry" for i in range(1, 61))
+    verdict = check_guard(with_body(body))
+    assert (verdict.word, verdict.line) == ("sorry", 3)
+    assert verdict.reason == "forbidden word 'sorry' (in '1sorry') on line 3"
 
 
 # --- reasons name what they found ----------------------------------------------------------------

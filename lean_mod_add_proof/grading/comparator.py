@@ -1,6 +1,11 @@
 """A second, independent judge: the toolchain's own `lake comparator` (`lake challenge` before
 its rename), run on a package the grader writes.
 
+Status: built and tested against the toolchain double (tests/test_comparator.py), but not yet
+reachable from any setting or grade. Wiring it in (a `judge` setting, its own self-test
+canaries, and an audit of the generated Challenge.lean) is the rest of issue 17's item 3; until
+then nothing here decides a reward.
+
 What the sources say (leanprover/lean4 unless named; "stored" = the copy read, not pinned to rc2):
 - `src/lake/Lake/CLI/Check.lean` (stored 0243d9f4): `runChallenge` reads a JSON `Config`
   (`challenge_module`, `solution_module`, `theorem_names`, `definition_names`,

@@ -106,6 +106,8 @@ DRAIN_AFTER_KILL_S = 2.0
 #: Added to the CPU-seconds backstop so it only fires when the wall-clock kill somehow did not.
 CPU_SLACK_S = 5
 _CHUNK = 1 << 16
+#: The most one read of a command's output takes (asyncio's pipe transports read as much).
+_READ_MAX = 1 << 18
 
 #: Far backstop on address space: Lean 4.35 reserves 1 GiB of stack per thread plus allocator
 #: arenas, so an address-space cap near real use stops it from starting. Real memory is capped by
@@ -740,7 +742,6 @@ class _Run:
             self._timer = loop.call_later(0.01, self._poll_exit)
         else:
             loop.add_reader(self._pidfd, self._on_exit)
-        self._started = False
         self._on_exit()  # it may be over already
         self._started = True
 
@@ -754,7 +755,7 @@ class _Run:
 
     def _on_output(self) -> None:
         try:
-            chunk = os.read(self._out, _CHUNK)
+            chunk = os.read(self._out, _READ_MAX)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
