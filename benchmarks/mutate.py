@@ -67,8 +67,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-#: Tests timed against the wall clock (by name): left out of mutation runs.
-WALL_CLOCK = "not time_is_linear and not is_fast and not rejected_fast"
+#: Tests timed against the wall clock (by name; tests/timing.py): left out of mutation runs.
+WALL_CLOCK = "not time_is_linear"
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-k", WALL_CLOCK, "--hypothesis-seed=0"]
 
 

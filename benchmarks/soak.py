@@ -89,9 +89,13 @@ def ending(res: object) -> str:
 
 
 def corrupt_cache(cache: Path, rng: random.Random) -> str:
-    """One of the cache faults the grader must survive, applied to a random entry."""
+    """One of the cache faults the grader must survive, applied to a random task entry (not the
+    compiled judge's `judge-*` entry: a judge changed behind the grader's back is "could not
+    judge" by design, which this soak's kinds do not expect)."""
     entries = [
-        p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "selftest"
+        p
+        for p in cache.iterdir()
+        if p.is_dir() and not p.name.startswith((".", "judge-")) and p.name != "selftest"
     ]
     if not entries:
         return "none"

@@ -19,6 +19,8 @@ from lean_mod_add_proof.grading.guard import (
     BANNED_WORD_PARTS,
     BANNED_WORDS,
     GRIND_ATTRIBUTE_WORDS,
+    GUARD_RULES,
+    INTERNAL_ERROR_REASON,
     TACTIC_VALUED_NAMES,
     check_guard,
 )
@@ -248,3 +250,28 @@ def test_banned_word_alone_and_in_a_longer_name(word: str) -> None:
 def test_banned_part_inside_a_longer_name(part: str) -> None:
     assert rejected_word(f"def my_{part}_x := 1") == part
     assert passes(f"def my{part}x := 1")  # not at a `_` or camelCase boundary
+
+
+# --- what the model is told ----------------------------------------------------------------------
+
+#: One phrase per rule of the guard that the prompt must state (GUARD_RULES is shown to the model).
+RULE_PHRASES = (
+    "at most 1 MiB",
+    "Forbidden words count as whole names",
+    "The only `#` commands allowed are `#check`, `#print`, `#reduce`",
+    "Attributes (`@[...]`, `attribute [...]`) may only use `simp`",
+    "`set_option` may only set `maxHeartbeats`",
+    "any other `(name := value)` is rejected",
+    "No name may be directly followed by `%`",
+    "No `«»` identifier escapes",
+)
+
+
+def test_every_guard_rule_is_shown_to_the_model_once() -> None:
+    assert len(GUARD_RULES) == len(RULE_PHRASES)
+    for phrase in RULE_PHRASES:
+        assert sum(phrase in rule for rule in GUARD_RULES) == 1, phrase
+
+
+def test_the_internal_error_reason() -> None:
+    assert INTERNAL_ERROR_REASON == "internal guard error"
