@@ -173,6 +173,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     Equivalent(
         "guard",
+        "or (ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)",
+        "or (ord(ch) >= 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)",
+        "U+007F (DEL) is in _BAD_ASCII already, and its category Cc is a bad one too",
+    ),
+    Equivalent(
+        "guard",
         "pos = n if end < 0 else end + 1",
         "pos = n if end < 1 else end + 1",
         "end is where a newline was found after `--` at pos >= 0, so end >= 2 whenever it is found",

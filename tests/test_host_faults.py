@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import errno
+import itertools
 import json
 import os
 import random
@@ -180,10 +181,23 @@ def test_namespace_limits_reached_mid_run_are_not_judged(tmp_path: Path) -> None
 # ---- a SIGKILL the grader did not send ---------------------------------------------------------
 
 
+def oom_killer(monkeypatch: pytest.MonkeyPatch, acted: bool) -> None:
+    """The kernel's OOM-kill counter as the grader reads it: moving (the OOM killer acted during
+    the command) or standing still."""
+    counter = itertools.count()
+    monkeypatch.setattr(pipeline, "oom_kill_count", (lambda: next(counter)) if acted else (lambda: 7))
+
+
 @pytest.mark.parametrize("mode", MODES)
-async def test_an_outside_sigkill_of_the_build_is_not_judged(tmp_path: Path, mode: str) -> None:
-    """The host's OOM killer (here: the test) SIGKILLs the build. Only the grader's own kills
-    (deadline, caps) are verdicts; this says nothing about the submission, as in the judge."""
+@pytest.mark.parametrize("oom", [True, False], ids=["oom-killer", "not-the-oom-killer"])
+async def test_an_outside_sigkill_of_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, oom: bool
+) -> None:
+    """Something outside the grader SIGKILLs the build (here: the test). If the kernel's OOM
+    killer acted meanwhile, that is the host's and "could not judge"; if it did not, the SIGKILL
+    came from the build's own code (which may run at build time, whatever the guard says) and
+    is a verdict, or a submission could dodge its rejection by killing itself."""
+    oom_killer(monkeypatch, oom)
     mark = f"{random.randint(20, 29)}.{random.randint(10**6, 10**7 - 1)}"
     job = asyncio.create_task(run_double(submission(f"build sleep {mark}"), tmp_path, sandbox=mode))
     end = time.monotonic() + 30
@@ -194,8 +208,11 @@ async def test_an_outside_sigkill_of_the_build_is_not_judged(tmp_path: Path, mod
     build = ppid(sleeper[0])  # the double's `lean`: the command the grader started (in bwrap: its child)
     os.kill(build, signal.SIGKILL)
     res = await job
-    not_judged(res, "SIGKILL the grader did not send", "OOM")
-    assert res.failed_stage == "build"
+    assert res.failed_stage == "build" and not res.accepted
+    if oom:
+        not_judged(res, "killed by the host's OOM killer")
+    else:
+        assert res.judged and "neither the grader nor the OOM killer" in res.reason, res.reason
     assert await wait_gone(mark) == []
 
 
@@ -215,7 +232,9 @@ async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak: int, judged: bool
 ) -> None:
     """A SIGKILL from outside while the tree was seen over its memory cap is the cap's verdict
-    (the submission's doing); under the cap it is "could not judge"."""
+    (the submission's doing), even if the OOM killer acted; under the cap, with the OOM killer
+    acting, it is "could not judge"."""
+    oom_killer(monkeypatch, True)
     real = pipeline.run_command
 
     async def killed_from_outside(argv: list[str], **kw: object) -> CommandOutcome:
@@ -231,7 +250,7 @@ async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
     if judged:
         assert "stopped: memory cap exceeded (300 MiB > 256 MiB)" in res.reason, res.reason
     else:
-        not_judged(res, "SIGKILL the grader did not send", "100 MiB of its 256 MiB memory cap")
+        not_judged(res, "killed by the host's OOM killer", "100 MiB of its 256 MiB memory cap")
 
 
 # ---- a full disk, out of memory, a missing binary -------------------------------------------
@@ -405,3 +424,25 @@ async def test_no_child_for_the_extraction_changes_nothing_but_speed(monkeypatch
     monkeypatch.setattr(pipeline.asyncio, "create_subprocess_exec", refused)
     reply = replies()[0]
     assert await pipeline._extract_off_loop(reply) == extract_submission(reply)
+
+
+@pytest.mark.parametrize("oom", [True, False], ids=["oom-killer", "not-the-oom-killer"])
+async def test_an_outside_sigkill_of_the_judge_after_it_started_on_the_submission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oom: bool
+) -> None:
+    """The judge SIGKILLed after its `{"phase":"replay"}` line: the host's OOM killer is could not
+    judge; any other SIGKILL there ended it on the submission's data, a rejection."""
+    oom_killer(monkeypatch, oom)
+    real = pipeline.run_command
+
+    async def killed(argv: list[str], **kw: object) -> CommandOutcome:
+        out = await real(argv, **kw)  # type: ignore[arg-type]
+        if "--olean" in argv:  # the judge
+            rec = out.record.model_copy(update={"exit_code": None, "signal": signal.SIGKILL})
+            return dataclasses.replace(out, record=rec, text='{"phase":"replay"}\n')
+        return out
+
+    monkeypatch.setattr(pipeline, "run_command", killed)
+    res = await run_double(submission(), tmp_path)
+    assert res.failed_stage == "leanchecker" and not res.accepted
+    assert res.judged is not oom, res.reason

@@ -63,6 +63,7 @@ from lean_mod_add_proof.grading.process import (
     find_prlimit,
     host_fault_reason,
     kill_dead_graders_processes,
+    oom_kill_count,
     run_command,
 )
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, JudgeMode, Stage
@@ -297,6 +298,13 @@ async def _sweep_once(work_root: Path | None, cache_root: Path) -> None:
         await workdirs.run_in_thread(workdirs.sweep_dead, work_root, cache_root)
 
 
+def _oom_killer_acted(before: int | None) -> bool:
+    """Whether the kernel's OOM killer killed anything since `before` was read; True when it
+    cannot be told (the host's fault is the safe reading of an unknown SIGKILL)."""
+    after = oom_kill_count()
+    return before is None or after is None or after > before
+
+
 def default_concurrency(threads: int) -> int:
     """How many grades run Lean at once when `max_concurrent` is unset: one per `threads` cores."""
     return max(1, (os.cpu_count() or 1) // threads)
@@ -523,25 +531,32 @@ class _Grade:
 
     async def build(self, env: _Env, submission: str, manifest: dict[str, str], deadline: float) -> None:
         await workdirs.run_in_thread(pkgmod.write_submission, self.pkg, submission)
+        ooms = oom_kill_count()
         out = self.record(
             await self.compile(env, self.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,))
         )
+        host_oom = _oom_killer_acted(ooms)
         errors = error_messages(out.text)
         self.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
         what = f"lean {pkgmod.SUBMISSION_PATH}"
         if out.record.signal == signal.SIGKILL and not out.timed_out and not out.limit_exceeded:
             # The grader's own kills are its deadline and its caps (cancellation propagates): this
-            # SIGKILL came from outside (the host's OOM killer), as in the judge. Only a tree seen
-            # over its memory cap makes it the submission's doing.
+            # SIGKILL came from outside. A tree seen over its memory cap makes it the submission's
+            # doing; so does a SIGKILL while the kernel's OOM killer did not act (build-time code
+            # killing itself, to dodge its verdict). The OOM killer acting is the host's.
             assert self.grade_dir is not None
             cap = env.limits(self.grade_dir).memory_mb
             if out.peak_rss_mb > cap:
                 over = f"memory cap exceeded ({out.peak_rss_mb} MiB > {cap} MiB)"
                 raise _Failed("build", f"{what} stopped: {over}")
-            raise _not_judged(
-                "build",
-                f"{what} was killed by a SIGKILL the grader did not send (the host's OOM killer?), "
-                f"at {out.peak_rss_mb} MiB of its {cap} MiB memory cap",
+            if host_oom:
+                raise _not_judged(
+                    "build",
+                    f"{what} was killed by the host's OOM killer, at {out.peak_rss_mb} MiB of its "
+                    f"{cap} MiB memory cap",
+                )
+            raise _Failed(
+                "build", f"{what} was killed by a SIGKILL that neither the grader nor the OOM killer sent"
             )
         failure = command_failure(what, out, self.config.timeout_s)
         if failure is None and errors:  # exit 0 is not enough: the olean may be missing parts
@@ -589,6 +604,7 @@ class _Grade:
             extra_readonly.append(env.judge.path.parent)
         else:
             program = interpreted_judge(str(env.toolchain.lean), self.config.threads)
+        ooms = oom_kill_count()
         argv = judge_argv(
             program,
             submission_module=SUBMISSION_MODULE,
@@ -621,7 +637,8 @@ class _Grade:
             # submission's data ended on that input (a kernel panic exits outright, a deep term can
             # overflow the stack): a verdict, or a crafted term could dodge its rejection. A SIGKILL
             # the grader did not send (the host's OOM killer) says nothing about the input.
-            on_input = replay_started(out.text) and out.record.signal != signal.SIGKILL
+            host_killed = out.record.signal == signal.SIGKILL and _oom_killer_acted(ooms)
+            on_input = replay_started(out.text) and not host_killed
             what = "the kernel check of this submission" if on_input else "the judge"
             failure = command_failure(what, out, self.config.timeout_s) or what
             raise _Failed("leanchecker", failure) if on_input else _not_judged("leanchecker", failure)

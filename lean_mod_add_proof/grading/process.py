@@ -197,6 +197,21 @@ _SPAWN_ERRNOS: dict[int, str] = {
 }
 
 
+def oom_kill_count(vmstat: str = "/proc/vmstat") -> int | None:
+    """How many processes the kernel's OOM killer has killed since boot (`oom_kill` in
+    /proc/vmstat, Linux 4.13+), or None where it cannot be read. A SIGKILL the grader did not
+    send is the host's only if this moved meanwhile; otherwise the command's own code sent it."""
+    try:
+        with open(vmstat, encoding="ascii") as f:
+            for line in f:
+                name, _, value = line.partition(" ")
+                if name == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def host_fault_reason(exc: BaseException) -> str | None:
     """The named host fault behind `exc` (itself, its cause or its context), or None: a full disk
     (ENOSPC, EDQUOT), out of memory (MemoryError, ENOMEM), a process or descriptor limit, a
