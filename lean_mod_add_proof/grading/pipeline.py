@@ -1010,8 +1010,11 @@ async def _get_ready(g: _Grade, toolchain_check: ToolchainCheck | None, *, task_
             await g.prepare(env)
     except _Failed as failed:
         g.fail(failed.stage, failed.reason, judged=False)
+    except HostFault as fault:
+        g.fail(g.result.stage_reached, fault.reason, judged=False)
     except Exception as exc:
-        g.fail(g.result.stage_reached, f"internal grader error: {type(exc).__name__}: {exc}", judged=False)
+        why = host_fault_reason(exc) or f"internal grader error: {type(exc).__name__}: {exc}"
+        g.fail(g.result.stage_reached, why, judged=False)
     finally:
         g.end()
         if g.grade_dir is not None:
