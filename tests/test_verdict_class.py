@@ -86,3 +86,57 @@ async def test_a_judge_that_crashes_on_the_submissions_data_is_a_rejection(tmp_p
     # After `{"phase":"replay"}` the judge is reading the submission: its crash is a verdict.
     res = await run_double(submission("judge crash"), tmp_path)
     assert res.judged and res.failed_stage == "leanchecker" and not res.accepted, res.reason
+
+
+async def test_a_flood_of_panics_in_the_judge_is_a_verdict(tmp_path: Path) -> None:
+    # Crafted module data can make the replay panic once per absent name (a `get!` lookup) and go
+    # on; the judge runs with LEAN_ABORT_ON_PANIC=1, so the first panic aborts it on the
+    # submission's data: a rejection, not "more output than the cap".
+    res = await run_double(submission("judge panics 20000"), tmp_path)
+    assert res.judged and res.failed_stage == "leanchecker" and not res.accepted, res.reason
+    assert "signal 6" in res.reason
+
+
+async def test_a_judge_output_past_the_cap_still_ends_in_its_verdict(tmp_path: Path) -> None:
+    # Whatever comes before it, the verdict line is last and bounded: the kept tail holds it.
+    # (Without LEAN_ABORT_ON_PANIC the double's panics go on, as Lean's would.)
+    import lean_mod_add_proof.grading.pipeline as pipeline
+
+    real = pipeline._Env.run
+
+    async def no_abort(self, *args, **kw):  # type: ignore[no-untyped-def]
+        kw.pop("extra_env", None)
+        return await real(self, *args, **kw)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pipeline._Env, "run", no_abort)
+    try:
+        res = await run_double(submission("judge panics 20000"), tmp_path, output_cap_bytes=1024)
+    finally:
+        mp.undo()
+    assert res.accepted and res.commands[-1].truncated, res.reason
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("on", marks=needs_bwrap)])
+async def test_many_empty_files_hit_the_disk_cap(tmp_path: Path, mode: str) -> None:
+    # An empty file holds no blocks but an inode: each entry costs the cap at least 4 KiB, so a
+    # build cannot exhaust the inodes or stall the clean-up under the cap.
+    res = await run_double(
+        submission("build manyfiles 5000"), tmp_path, sandbox=mode, max_disk_mb=16, skip_guard=True
+    )
+    assert res.judged and res.failed_stage == "build" and "disk cap exceeded" in res.reason, res.reason
+
+
+@needs_bwrap
+async def test_dev_shm_is_on_the_grades_disk(tmp_path: Path) -> None:
+    # /dev/shm in the sandbox is the grade's own tmp/ (disk, counted by the disk cap), not RAM.
+    res = await run_double(
+        submission("build bigfile-at /dev/shm/x 40"), tmp_path, sandbox="on", max_disk_mb=16, skip_guard=True
+    )
+    assert res.judged and res.failed_stage == "build" and "disk cap exceeded" in res.reason, res.reason
+
+
+def test_a_deeply_nested_line_in_the_judges_output_is_no_verdict_not_a_crash() -> None:
+    nested = '{"judge":' * 100_000 + "1" + "}" * 100_000
+    with pytest.raises(ValueError, match="verdict"):
+        parse_judge_output('{"phase":"replay"}\n' + nested + "\n")

@@ -109,7 +109,7 @@ def _is_verdict_line(line: str) -> bool:
         return False
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return line.replace(" ", "").find('"judge":') != -1  # a broken verdict still counts as one
     return isinstance(obj, dict) and "judge" in obj
 
@@ -129,5 +129,5 @@ def parse_judge_output(text: str) -> JudgeReport:
         raise JudgeOutputError("the verdict line is not ASCII")
     try:
         return JudgeReport.model_validate(json.loads(marked[0]))
-    except (ValueError, ValidationError) as exc:
+    except (ValueError, RecursionError, ValidationError) as exc:
         raise JudgeOutputError(f"unreadable verdict line ({type(exc).__name__})") from None

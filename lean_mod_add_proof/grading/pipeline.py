@@ -228,6 +228,7 @@ class _Env:
         extra_readonly: Sequence[Path] = (),
         memory_floor_mb: int = 0,
         memory_extra_mb: int = 0,
+        extra_env: Mapping[str, str] | None = None,
     ) -> CommandOutcome:
         """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
         binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
@@ -237,6 +238,7 @@ class _Env:
         env = child_env(cwd, self.toolchain.dir / "bin", tmpdir=Path("/tmp") if self.sandboxed else tmp_dir)
         env["LEAN_PATH"] = pkgmod.lean_path(self.toolchain.dir, *search_path)
         env["LEAN_NUM_THREADS"] = str(self.config.threads)  # read by compiled executables only
+        env.update(extra_env or {})
         full = list(argv)
         if self.sandboxed:
             assert self.bwrap is not None
@@ -628,6 +630,10 @@ class _Grade:
                 output_cap_bytes=max(JUDGE_OUTPUT_CAP, self.config.output_cap_bytes),
                 extra_readonly=extra_readonly,
                 memory_extra_mb=JUDGE_MEMORY_MB[env.judge_mode],
+                # A panic aborts instead of printing and going on, as `lake comparator` runs its
+                # steps: crafted module data cannot then flood the judge's output with panics
+                # (each a "key is not present" lookup in the replay) to push it past its cap.
+                extra_env={"LEAN_ABORT_ON_PANIC": "1"},
             )
         )
         if out.timed_out or out.limit_exceeded:
@@ -642,11 +648,13 @@ class _Grade:
             what = "the kernel check of this submission" if on_input else "the judge"
             failure = command_failure(what, out, self.config.timeout_s) or what
             raise _Failed("leanchecker", failure) if on_input else _not_judged("leanchecker", failure)
-        if out.record.truncated:
-            raise _not_judged("leanchecker", "the judge printed more than the output cap")
         try:
+            # The kept output is its last bytes, and the verdict line (bounded, under the cap) is
+            # the last line: a longer output still ends in it.
             report = parse_judge_output(out.text)
         except JudgeOutputError as exc:
+            if out.record.truncated:
+                raise _not_judged("leanchecker", "the judge printed more than the output cap") from None
             raise _not_judged("leanchecker", f"the judge reached no verdict: {exc}") from None
         if report.verdict == "imports":
             raise _Failed("leanchecker", f"imports: {report.reason}")

@@ -450,19 +450,32 @@ def kill_dead_graders_processes(scope: str | None = None) -> int:
     return killed
 
 
+#: What each directory entry costs the disk cap at least: an empty file holds no blocks but an
+#: inode, and millions of them would exhaust the inodes or stall the walk and the removal.
+ENTRY_MIN_BYTES = 4096
+#: What a directory the walk cannot read costs: more than any cap (a build that hides its files
+#: from the walk, e.g. by `chmod 000`, is over its cap).
+UNREADABLE_BYTES = 1 << 50
+
+
 def disk_usage(
     paths: Sequence[Path], *, stop_above: int | None = None, tick: Callable[[], bool] | None = None
 ) -> int:
-    """Allocated bytes of everything under `paths` (symlinks not followed, hard links once).
-    Stops early once past `stop_above`, or when `tick` (called every 256 entries) returns True."""
+    """Allocated bytes of everything under `paths` (symlinks not followed, hard links once), each
+    entry at least ENTRY_MIN_BYTES, an unreadable directory UNREADABLE_BYTES. Stops early once
+    past `stop_above`, or when `tick` (called every 256 entries) returns True."""
     total = 0
     seen: set[tuple[int, int]] = set()
     stack = [str(p) for p in paths]
     n = 0
     while stack:
+        path = stack.pop()
         try:
-            it = os.scandir(stack.pop())
-        except OSError:
+            it = os.scandir(path)
+        except PermissionError:
+            total += UNREADABLE_BYTES
+            continue
+        except OSError:  # gone meanwhile
             continue
         with it:
             for entry in it:
@@ -475,7 +488,7 @@ def disk_usage(
                     if key in seen:
                         continue
                     seen.add(key)
-                total += st.st_blocks * 512
+                total += max(st.st_blocks * 512, ENTRY_MIN_BYTES)
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 n += 1

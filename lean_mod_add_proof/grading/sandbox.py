@@ -86,7 +86,9 @@ def bwrap_argv(
             argv += ["--ro-bind", entry.path, entry.path]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     if tmp_dir is not None:
-        argv += ["--bind", str(tmp_dir), "/tmp"]
+        # /dev/shm too: `--dev` makes it part of a RAM-backed /dev that no cap sees; on the
+        # grade's own disk it counts towards the disk cap like /tmp.
+        argv += ["--bind", str(tmp_dir), "/tmp", "--bind", str(tmp_dir), "/dev/shm"]
     else:
         argv += ["--tmpfs", "/tmp"]
     if toolchain_dir is not None:
