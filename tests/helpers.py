@@ -208,3 +208,16 @@ async def wait_gone(mark: str, seconds: float = 3.0) -> list[int]:
 
 BWRAP = probe_sandbox()
 needs_bwrap = pytest.mark.skipif(not BWRAP.available, reason=f"no working sandbox: {BWRAP.reason}")
+
+
+#: A well-formed accepting verdict of the judge, as a dict (tests build verdict lines from it).
+GOOD_VERDICT: dict[str, object] = {
+    "judge": 1,
+    "verdict": "ok",
+    "reason": "",
+    "imports": ["Init", "LeanCheckedNetwork.Weights"],
+    "replayed": 3,
+    "theorem_kind": "theorem",
+    "axioms": ["propext"],
+    "check_axioms": ["propext"],
+}

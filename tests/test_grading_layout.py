@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import GOOD_VERDICT
 
 from lean_mod_add_proof.constants import CHECK_THEOREM, SPEC_CONSTANT, SUBMISSION_MODULE, theorem_name
 from lean_mod_add_proof.grading import package as pkgmod
@@ -90,16 +91,7 @@ def test_judge_argv_reads_the_submission_off_the_search_path() -> None:
     assert allowed == ["Init", "LeanCheckedNetwork.Network", "LeanCheckedNetwork.Weights"]
 
 
-GOOD = {
-    "judge": 1,
-    "verdict": "ok",
-    "reason": "",
-    "imports": ["Init", "LeanCheckedNetwork.Weights"],
-    "replayed": 3,
-    "theorem_kind": "theorem",
-    "axioms": ["propext"],
-    "check_axioms": ["propext"],
-}
+GOOD = GOOD_VERDICT
 
 
 def _as_lean_prints(obj: dict) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
+from helpers import GOOD_VERDICT
 from pydantic import ValidationError
 
 from lean_mod_add_proof.grading.judge import (
@@ -24,16 +25,7 @@ from lean_mod_add_proof.grading.judge import (
     replay_started,
 )
 
-GOOD = {
-    "judge": 1,
-    "verdict": "ok",
-    "reason": "",
-    "imports": ["Init", "LeanCheckedNetwork.Weights"],
-    "replayed": 3,
-    "theorem_kind": "theorem",
-    "axioms": ["propext"],
-    "check_axioms": ["propext"],
-}
+GOOD = GOOD_VERDICT
 
 
 def line(**changes: object) -> str:
