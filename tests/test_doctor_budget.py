@@ -38,3 +38,12 @@ def test_the_memory_budget_counts_the_judges_allowance_and_the_judge_is_named(tm
     off = _checks(tmp_path, memory_mb=1000, max_concurrent=2, sandbox="off", native_judge=False)
     assert off["judge"].detail.startswith("interpreted:")  # type: ignore[attr-defined]
     assert "+ the judge's own 1536" in off["memory budget"].detail  # type: ignore[attr-defined]
+
+
+def test_the_work_disk_must_hold_every_concurrent_grades_disk_cap(tmp_path: Path) -> None:
+    free_mb = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize >> 20
+    fits = _checks(tmp_path, max_disk_mb=16, max_concurrent=1)["work disk"]
+    assert fits.ok and "max_disk_mb 16 x 1 concurrent grades = 16 MiB" in fits.detail  # type: ignore[attr-defined]
+    too_big = max(16, free_mb + 1024)
+    short = _checks(tmp_path, max_disk_mb=too_big, max_concurrent=1)["work disk"]
+    assert not short.ok  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,6 +253,27 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
                 "(which are then could-not-judge)",
                 required=False,
             )
+        )
+    work = config.work_root or Path(tempfile.gettempdir())
+    try:
+        st = os.statvfs(work if work.exists() else work.parent)
+        free_mb = st.f_bavail * st.f_frsize >> 20
+        needed_mb = config.max_disk_mb * concurrent
+        checks.append(
+            Check(
+                "work disk",
+                free_mb >= needed_mb,
+                f"{work}: {free_mb} MiB free; max_disk_mb {config.max_disk_mb} x {concurrent} "
+                f"concurrent grades = {needed_mb} MiB",
+                "give the work root that much room (--work-root), or lower --max-disk-mb: on a "
+                "smaller disk a submission's own files, within its cap, can fill it, and a build "
+                "that fails on a full disk is could-not-judge",
+                required=False,
+            )
+        )
+    except OSError as exc:
+        checks.append(
+            Check("work disk", False, f"{work}: {exc.strerror or exc}", "set --work-root", required=False)
         )
     root = cache.cache_root(config.cache_dir)
     try:
