@@ -285,3 +285,27 @@ async def test_only_the_ok_verdict_is_accepted(
     res = await run_double(submission(), tmp_path)
     assert not res.accepted and not res.judged, res.reason
     assert "verdict the grader does not know" in res.reason
+
+
+async def test_a_changed_native_judge_is_forgotten_and_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grade that built the judge holds it with its build records; when that copy is found
+    changed, the process must forget it (equality ignores the records), so the next grade
+    rebuilds and verifies a fresh executable instead of finding the same change again."""
+    from lean_mod_add_proof.grading import native_judge
+
+    native_judge.forget()
+    real = native_judge.unchanged
+    calls: list[bool] = []
+
+    def changed_once(judge: native_judge.NativeJudge, *, rehash: bool) -> bool:
+        calls.append(True)
+        return real(judge, rehash=rehash) and len(calls) > 1
+
+    monkeypatch.setattr(pipeline, "unchanged", changed_once)
+    first = await run_double(submission(), tmp_path, sandbox="off")
+    assert first.judged and not first.accepted and "native judge changed" in first.reason
+    assert native_judge._memo == {}
+    second = await run_double(submission(), tmp_path, sandbox="off")
+    assert second.accepted and second.judge_mode == "native", second.reason

@@ -32,8 +32,8 @@ import hashlib
 import os
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
@@ -67,8 +67,8 @@ class NativeJudge:
     sha256: str
     ident: tuple[int, int, int, int, int]
     """(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) when it was hashed."""
-    records: tuple[CommandRecord, ...] = ()
-    """The commands that built or checked it, in the process that did."""
+    records: tuple[CommandRecord, ...] = field(default=(), compare=False)
+    """The commands that built or checked it, in the process that did (not part of its identity)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class NoNativeJudge:
     """Why grading runs `lean --run Judge.lean` instead."""
 
     reason: str
-    records: tuple[CommandRecord, ...] = ()
+    records: tuple[CommandRecord, ...] = field(default=(), compare=False)
 
 
 def build_argvs(toolchain: Toolchain, threads: int) -> list[list[str]]:
@@ -98,9 +98,9 @@ def build_key(toolchain: Toolchain, judge_source: bytes) -> str:
     return "judge-" + h.hexdigest()[:40]
 
 
-def missing_executable(manifest: dict[str, str] | object) -> list[str]:
+def missing_executable(manifest: Mapping[str, str]) -> list[str]:
     """The entry must hold the executable (pure; the cache's `OutputsMissing`)."""
-    return [] if isinstance(manifest, dict) and EXECUTABLE in manifest else ["judge executable"]
+    return [] if EXECUTABLE in manifest else ["judge executable"]
 
 
 def stat_ident(path: Path) -> tuple[int, int, int, int, int]:
@@ -192,7 +192,7 @@ async def _build_or_load(
             {JUDGE_FILE: source},
             prebuild,
             deadline=deadline,
-            outputs_missing=missing_executable,  # type: ignore[arg-type]
+            outputs_missing=missing_executable,
         )
     except cachemod.PrebuildFailed as exc:
         return NoNativeJudge(f"the native judge did not build: {exc.reason}", tuple(exc.records))
