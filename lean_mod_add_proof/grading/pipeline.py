@@ -537,7 +537,6 @@ class _Grade:
         out = self.record(
             await self.compile(env, self.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,))
         )
-        host_oom = _oom_killer_acted(ooms)
         errors = error_messages(out.text)
         self.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
         what = f"lean {pkgmod.SUBMISSION_PATH}"
@@ -551,7 +550,7 @@ class _Grade:
             if out.peak_rss_mb > cap:
                 over = f"memory cap exceeded ({out.peak_rss_mb} MiB > {cap} MiB)"
                 raise _Failed("build", f"{what} stopped: {over}")
-            if host_oom:
+            if _oom_killer_acted(ooms):
                 raise _not_judged(
                     "build",
                     f"{what} was killed by the host's OOM killer, at {out.peak_rss_mb} MiB of its "
