@@ -18,9 +18,11 @@ from lean_mod_add_proof.grading.guard import (
     ALLOWED_OPTIONS,
     BANNED_WORD_PARTS,
     BANNED_WORDS,
+    DECLARING_KEYWORDS,
     GRIND_ATTRIBUTE_WORDS,
     GUARD_RULES,
     INTERNAL_ERROR_REASON,
+    LITERAL_NAMES,
     TACTIC_VALUED_NAMES,
     check_guard,
 )
@@ -53,11 +55,13 @@ def test_allowed_option_prefixes_are_exactly() -> None:
 
 def test_allowed_attribute_words_are_exactly() -> None:
     assert ALLOWED_ATTRIBUTE_WORDS == (
-        "simp", "reducible", "irreducible", "semireducible", "instance", "local", "scoped", "inline",
-        "noinline", "specialize", "default_instance", "match_pattern", "ext", "congr", "refl",
+        "simp", "reducible", "irreducible", "semireducible", "local", "scoped", "inline",
+        "noinline", "specialize", "match_pattern", "ext", "congr", "refl",
         "symm", "induction_eliminator", "cases_eliminator", "high", "mid", "low",
         "default", "priority",
     )  # fmt: skip
+    # no instances (rule 10): `instance` is a banned word, `default_instance` no attribute word
+    assert "instance" not in ALLOWED_ATTRIBUTE_WORDS and "default_instance" not in ALLOWED_ATTRIBUTE_WORDS
 
 
 def test_grind_attribute_words_are_exactly() -> None:
@@ -78,6 +82,16 @@ def test_allowed_options_are_exactly() -> None:
 def test_allowed_hash_commands_and_tactic_valued_names_are_exactly() -> None:
     assert ALLOWED_HASH_COMMANDS == ("#check", "#print", "#reduce")
     assert TACTIC_VALUED_NAMES == ("disch", "discharger")
+
+
+def test_literal_names_and_declaring_keywords_are_exactly() -> None:
+    assert LITERAL_NAMES == ("true", "false")
+    assert DECLARING_KEYWORDS == (
+        "def", "theorem", "lemma", "abbrev", "structure", "class", "inductive", "where", "rec",
+    )  # fmt: skip
+    # the declaring keywords that are banned words are rule 4's, not listed twice
+    assert not set(DECLARING_KEYWORDS) & set(BANNED_WORDS)
+    assert {"instance", "opaque", "axiom"} <= set(BANNED_WORDS)
 
 
 def test_banned_word_parts_are_exactly() -> None:
@@ -108,6 +122,7 @@ def test_banned_words_are_exactly() -> None:
         "unsafeIO", "unsafeEIO", "dbg", "dbg_trace", "dbgTrace", "bootstrap",
         "declare_simp_like_tactic", "unif_hint", "lcProof", "include_str", "timeit", "allocprof",
         "println", "by_elab", "idbg", "grind_propagator",
+        "instance", "renaming",
     )  # fmt: skip
 
 
@@ -233,6 +248,46 @@ def test_tactic_valued_name(name: str) -> None:
     assert rejected_word(f"example : 1 = 1 := by simp ({name} := decide (kernel := f))") == "kernel"
 
 
+# --- LITERAL_NAMES and DECLARING_KEYWORDS --------------------------------------------------------
+
+
+@pytest.mark.parametrize("keyword", DECLARING_KEYWORDS)
+@pytest.mark.parametrize("literal", LITERAL_NAMES)
+def test_a_declaring_keyword_may_not_name_a_literal(keyword: str, literal: str) -> None:
+    assert rejected_word(f"{keyword} {literal} := 1") == literal
+    assert rejected_word(f"{keyword} Foo.{literal} := 1") == literal
+    # another name, a name that only holds the literal, the keyword inside a longer name or after
+    # `.` (a name, not the keyword)
+    assert passes(f"{keyword} {literal}Row := 1")
+    assert passes(f"{keyword} is_{literal}_x := 1")
+    assert passes(f"def my_{keyword} := 1\ndef y := my_{keyword} {literal}")
+    assert passes(f"def y := Foo.{keyword} {literal}")
+
+
+@pytest.mark.parametrize("literal", LITERAL_NAMES)
+def test_a_literal_is_no_constructor_or_binder(literal: str) -> None:
+    assert rejected_word(f"inductive T | {literal}") == literal
+    assert rejected_word(f"def f ({literal} : Bool) := 1") == literal
+    assert passes(f"def f : Bool → Nat\n  | {literal} => 1\n  | _ => 0")
+    assert passes(f"def f (b : Bool) : Nat := match b, b with\n  | {literal}, _ => 1\n  | _, _ => 0")
+    assert passes(f"theorem t : decide (1 = 1) = {literal} || true := rfl")
+    assert passes(f"theorem t : [{literal}] = {literal} :: [] := rfl")
+
+
+@pytest.mark.parametrize("modifier", ["private", "protected", "noncomputable", "nonrec"])
+def test_modifiers_before_a_declared_name_are_skipped(modifier: str) -> None:
+    assert rejected_word(f"theorem t : True := trivial\nwhere {modifier} true := 1") == "true"
+    assert rejected_word(f"inductive T | {modifier} false") == "false"
+    assert rejected_word(f"inductive T | {modifier}/- c -/false") == "false"
+    # a word that is no modifier ends the skip: the name is that word
+    assert passes(f"theorem t : True := trivial\nwhere {modifier}x true := 1")
+
+
+@pytest.mark.parametrize("bar", ["||", "|||", "<|", "|>", "|>."])
+def test_only_a_lone_bar_starts_a_constructor(bar: str) -> None:
+    assert passes(f"def y := x {bar} true")
+
+
 # --- BANNED_WORDS and BANNED_WORD_PARTS ----------------------------------------------------------
 
 
@@ -264,6 +319,7 @@ RULE_PHRASES = (
     "any other `(name := value)` is rejected",
     "No name may be directly followed by `%`",
     "No `«»` identifier escapes",
+    "Nothing may be named `true` or `false`",
 )
 
 

@@ -326,8 +326,16 @@ PASSING: list[tuple[str, str]] = [
             "@[simp 1100, reducible] def q := 1"
         ),
     ),
-    ("local-instance", with_body("local instance : Inhabited Nat := ⟨0⟩")),
-    ("decidable-instance", with_body("instance (n : Nat) : Decidable (n < 5) := Nat.decLt n 5")),
+    ("decide-kernel-named", with_body("example : 1 = 1 := by decide (kernel := true)")),
+    ("simp-config-decide", with_body("example : 1 + 1 = 2 := by simp (config := { decide := true })")),
+    (
+        "names-holding-true",
+        with_body(
+            "theorem trueRow : True := trivial\ntheorem is_true_lemma : True := trivial\n"
+            "def falsify := 1\ndef row_false_x := 2"
+        ),
+    ),
+    ("bool-match-alternatives", with_body("def f : Bool → Nat\n  | true => 1\n  | false => 0")),
     (
         "hash-check-print",
         with_body("#check LeanCheckedNetwork.answer\n#print axioms Nat.add_comm\n#reduce 1 + 1"),
@@ -462,10 +470,8 @@ LIVE_PATHS: list[tuple[str, str, str, int | None]] = [
     ("attribute-command-unterminated", with_body("def xs := [1]\nattribute [simp x"), "@[", 4),
     ("digit-suffixed-name-before-percent", with_body("def y := h2%7"), "h2%", 3),
     ("primed-digit-name-before-percent", with_body("def y := h'12% 7"), "h'12%", 3),
-    ("priority-expression", with_body("instance (priority := high + f x) i : Inhabited Nat := ⟨0⟩"),
-     "priority", 3),
-    ("priority-application", with_body("instance (priority := f high) i : Inhabited Nat := ⟨0⟩"),
-     "priority", 3),
+    ("priority-expression", with_body("def i := f (priority := high + f x)"), "priority", 3),
+    ("priority-application", with_body("def i := f (priority := f high)"), "priority", 3),
     ("bare-dbg", with_body("def y := dbg"), "dbg", 3),
     ("dbg-call", with_body("def y := dbg 1"), "dbg", 3),
     ("del-character", with_body("-- a\x7fb"), "\x7f", 3),
@@ -497,7 +503,7 @@ def test_live_path_is_rejected(text: str, word: str, line: int | None) -> None:
         with_body("def y := 100% 7"),
         with_body("def y := x.lcase"),
         with_body("def y := flcCast"),
-        with_body("instance (priority := 10) i : Inhabited Nat := ⟨0⟩"),
+        with_body("def i := f (priority := 10)"),
         with_body("def my_dbg_free := 1"),
     ],
     ids=["list-then-attribute", "number-percent", "lc-lowercase", "lc-inside-name", "priority-number",
@@ -571,6 +577,212 @@ REASONS: list[tuple[str, str, str]] = [
 @pytest.mark.parametrize(("text", "reason"), [(t, r) for _, t, r in REASONS], ids=[i for i, *_ in REASONS])
 def test_reason_is_exact(text: str, reason: str) -> None:
     assert check_guard(text).reason == reason
+
+
+# --- rule 10: literal names (issue 17) -----------------------------------------------------------
+
+# `(kernel := true)` elaborates the file's own `true` in its scope (lean4
+# src/Lean/Elab/Tactic/Config.lean `elabConfig`; src/Lean/ResolveName.lean `resolveGlobalName` tries
+# the surrounding namespaces before the `Bool.true` alias), then compiles and runs it.
+LITERAL_CASES: list[tuple[str, str, str, int]] = [
+    # (id, body from line 3, the literal the verdict names, the line of the name)
+    ("def-true", "def true : Bool := false", "true", 3),
+    ("def-false", "def false : Bool := true", "false", 3),
+    ("namespace-def-true",
+     "namespace LeanCheckedNetwork.Net\ndef true : Bool := (List.range 9).length > 0\n"
+     "end LeanCheckedNetwork.Net", "true", 4),
+    ("qualified", "def LeanCheckedNetwork.Net.true : Bool := false", "true", 3),
+    ("root", "def _root_.true : Bool := false", "true", 3),
+    ("protected", "protected def true : Bool := false", "true", 3),
+    ("private", "private def true : Bool := false", "true", 3),
+    ("noncomputable", "noncomputable def false : Bool := true", "false", 3),
+    ("attribute-before", "@[simp] def true : Bool := false", "true", 3),
+    ("set-option-in", "set_option maxRecDepth 100 in\ndef true : Bool := false", "true", 4),
+    ("abbrev", "abbrev false : Bool := true", "false", 3),
+    ("theorem", "theorem true : True := trivial", "true", 3),
+    ("lemma", "lemma false : True := trivial", "false", 3),
+    ("structure", "structure true where\n  x : Nat", "true", 3),
+    ("class", "class false where\n  x : Nat", "false", 3),
+    ("inductive", "inductive true | a", "true", 3),
+    ("class-inductive", "class inductive false | a", "false", 3),
+    ("class-abbrev", "class abbrev true := Inhabited Nat", "true", 3),
+    ("primed", "def true' : Bool := false", "true", 3),
+    ("universe", "def true.{u} : Bool := false", "true", 3),
+    ("middle-component", "def Foo.true.bar := 1", "true", 3),
+    ("unicode-prefix", "def αβ.true : Bool := false", "true", 3),
+    ("symbol-glued", "def x.true∀ : Bool := false", "true", 3),
+    ("line-comment-between", "def -- the name follows\n  true : Bool := false", "true", 4),
+    ("block-comment-between", "def /- a /- nested -/ b -/ true : Bool := false", "true", 3),
+    ("doc-comment-between", "def /-- doc -/ true : Bool := false", "true", 3),
+    ("comments-between", "def /- a -/ -- b\n  /- c -/ true : Bool := false", "true", 4),
+    ("newline-between", "def\n  true : Bool := false", "true", 4),
+    ("line-comment-then-column-0", "def -- c\ntrue := false", "true", 4),
+    ("line-comments-then-column-0", "def -- c\n-- d\nfalse := true", "false", 5),
+    ("bar-then-newline", "inductive T |\n  true", "true", 4),
+    ("no-space", "def/- c -/true := false", "true", 3),
+    ("mutual", "mutual\ndef true : Bool := false\nend", "true", 4),
+    ("where-aux", "theorem t : True := trivial\nwhere\n  true := false", "true", 5),
+    ("where-attribute", "theorem t : True := trivial\nwhere @[simp] true := false", "true", 4),
+    ("where-doc", "theorem t : True := trivial\nwhere /-- doc -/ true := false", "true", 4),
+    ("where-private", "theorem t : True := trivial\nwhere private nonrec true := false", "true", 4),
+    ("let-rec", "def t : Nat := let rec true := false; 0", "true", 3),
+    ("let-rec-attribute", "def t : Nat := let rec @[simp] false := true; 0", "false", 3),
+    ("structure-field-first", "structure S where true : Bool", "true", 3),
+    ("structure-field-later", "structure S where\n  x : Nat\n  true : Bool", "true", 5),
+    ("structure-field-default", "structure S where true := false", "true", 3),
+    ("structure-field-binder", "structure S where\n  (true : Bool)", "true", 4),
+    ("class-field", "class C where\n  x : Nat\n  false : Bool", "false", 5),
+    ("structure-constructor", "structure S where\n  true ::\n  x : Nat", "true", 4),
+    ("constructor", "inductive T | a | true", "true", 3),
+    ("constructor-typed", "inductive T where\n  | a : T\n  | true : T", "true", 5),
+    ("constructor-arguments", "inductive T where\n  | true (n : Nat)", "true", 4),
+    ("constructors-one-line", "inductive T | true | false", "true", 3),
+    ("constructor-modifiers", "inductive T where\n  | /-- doc -/ @[simp] private true", "true", 4),
+    ("constructor-last", "inductive T where\n  | a\n  | false", "false", 5),
+    ("constructor-qualified", "inductive T | T.true", "true", 3),
+    ("binder", "def f (true : Bool) : Bool := true", "true", 3),
+    ("variable", "variable (false : Bool)", "false", 3),
+    ("ascription", "example : (true : Bool) = true := rfl", "true", 3),
+    ("colon-after-comments", "example := (0, true /- x -/ -- y\n  : Nat × Bool)", "true", 3),
+    ("shared-alternatives", "def f : Bool → Nat\n  | true | false => 0", "true", 4),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "literal", "line"), [c[1:] for c in LITERAL_CASES], ids=[c[0] for c in LITERAL_CASES]
+)
+def test_a_literal_name_is_rejected(body: str, literal: str, line: int) -> None:
+    verdict = check_guard(with_body(body))
+    assert not verdict.passed
+    assert (verdict.word, verdict.line) == (literal, line), verdict.reason
+    assert f"on line {line}: nothing may be named `true` or `false`" in verdict.reason
+
+
+LITERAL_REASONS: list[tuple[str, str, str]] = [
+    ("keyword", "def Net.true : Bool := false",
+     "'def Net.true' on line 3: nothing may be named `true` or `false`; a tactic option such as "
+     "`(kernel := true)` is resolved in the file's scope, so it would run the file's own declaration "
+     "while the file builds"),
+    ("constructor", "inductive T | false : T",
+     "'| false' on line 3: nothing may be named `true` or `false` (a match alternative `| true => ...` "
+     "is fine; write `| true | false => e` as two); a tactic option such as `(kernel := true)` is "
+     "resolved in the file's scope, so it would run the file's own declaration while the file builds"),
+    ("binder", "def f (true : Bool) := 1",
+     "'true :' on line 3: nothing may be named `true` or `false` (a field, binder or type ascription); "
+     "a tactic option such as `(kernel := true)` is resolved in the file's scope, so it would run the "
+     "file's own declaration while the file builds"),
+    # the same `true` found twice: the keyword's reading wins over the colon's
+    ("keyword-before-colon", "def true : Bool := false",
+     "'def true' on line 3: nothing may be named `true` or `false`; a tactic option such as "
+     "`(kernel := true)` is resolved in the file's scope, so it would run the file's own declaration "
+     "while the file builds"),
+    # and the constructor's over the colon's
+    ("constructor-before-colon", "inductive T | true : T",
+     "'| true' on line 3: nothing may be named `true` or `false` (a match alternative `| true => ...` "
+     "is fine; write `| true | false => e` as two); a tactic option such as `(kernel := true)` is "
+     "resolved in the file's scope, so it would run the file's own declaration while the file builds"),
+    # the first in the file wins, whichever scan found it
+    ("colon-first", "def f (false : Bool) := 1\ndef true := 1",
+     "'false :' on line 3: nothing may be named `true` or `false` (a field, binder or type ascription); "
+     "a tactic option such as `(kernel := true)` is resolved in the file's scope, so it would run the "
+     "file's own declaration while the file builds"),
+    ("constructor-first", "inductive T | true\ndef false := 1",
+     "'| true' on line 3: nothing may be named `true` or `false` (a match alternative `| true => ...` "
+     "is fine; write `| true | false => e` as two); a tactic option such as `(kernel := true)` is "
+     "resolved in the file's scope, so it would run the file's own declaration while the file builds"),
+    ("long-constructor", "inductive T | " + "a" * 100 + ".true",
+     "'| " + "a" * 80 + "' on line 3: nothing may be named `true` or `false` (a match alternative "
+     "`| true => ...` is fine; write `| true | false => e` as two); a tactic option such as "
+     "`(kernel := true)` is resolved in the file's scope, so it would run the file's own declaration "
+     "while the file builds"),
+    ("long-name", "def " + "a" * 100 + ".true := 1",
+     "'def " + "a" * 80 + "' on line 3: nothing may be named `true` or `false`; a tactic option such as "
+     "`(kernel := true)` is resolved in the file's scope, so it would run the file's own declaration "
+     "while the file builds"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"), [c[1:] for c in LITERAL_REASONS], ids=[c[0] for c in LITERAL_REASONS]
+)
+def test_literal_name_reason_is_exact(body: str, reason: str) -> None:
+    assert check_guard(with_body(body)).reason == reason
+
+
+LITERAL_NEIGHBOURS: list[tuple[str, str]] = [
+    # (id, body): `true` and `false` used, never declared
+    ("names-holding-a-literal", "def trueRow : Bool := true\ntheorem is_true_lemma : True := trivial\n"
+     "def falsy := 0\ndef x.untrue := 1\ndef x.true_ := 2\ndef truex := 3"),
+    ("match-alternatives", "def f : Bool → Nat\n  | true => 1\n  | false => 0"),
+    ("match-several", "def g (a b : Bool) : Nat := match a, b with\n  | true, _ => 1\n  | false, true => 2\n"
+     "  | false, false => 3"),
+    ("match-dotted", "def h (b : Bool) : Nat := match b with\n  | .true => 1\n  | Bool.false => 0"),
+    ("match-arrow-next-line", "def k (b : Bool) : Nat := match b with\n  | true -- yes\n    => 1\n"
+     "  | /- no -/ false /- c -/ => 0"),
+    ("cases-with", "theorem c (b : Bool) : b = true ∨ b = false := by\n  cases b with\n"
+     "  | true => exact .inr rfl |>.symm.elim (fun h => .inl rfl) (fun h => .inl rfl)\n"
+     "  | false => exact .inr rfl"),
+    ("fun-alternatives", "def n : Bool → Nat := fun | true => 1 | false => 0"),
+    ("equations", "theorem r : decide (2 < 3) = true := by decide\n"
+     "theorem r' (b : Bool) (h : b = true) : (b || false) = true := by simp [h]"),
+    ("operators", "def o (b : Bool) : Bool := b || true && false\ndef o' (b : Bool) : Bool := b ||| true\n"
+     "theorem p : (id <| true) = true := rfl\ntheorem p' : (true |> id) = true := rfl"),
+    ("cons", "theorem q : [true, false] = true :: [false] := rfl"),
+    ("field-default", "structure Row where\n  ok : Bool := true\n  n : Nat := 0"),
+    ("if-then", "def w (b : Bool) : Nat := if b = true then 1 else 0"),
+    ("qualified-use", "theorem u : Bool.true = true := rfl\n"
+     "def z (b : Bool) : Bool := Bool.rec false true b"),
+    ("config-literals", "example : 1 = 1 := by decide (kernel := true)\n"
+     "example : 1 = 1 := by decide (config := { kernel := true })\n"
+     "example : 1 + 1 = 2 := by simp (config := { decide := true, zeta := false })"),
+    ("comment", "-- true and false are Bool; `decide` proves each row"),
+    ("where-other-name", "theorem t : True := aux\nwhere\n  aux : True := trivial"),
+    ("constructor-other-name", "inductive T | yes | no : T"),
+    # a keyword or literal only as the start of a longer name: no skip starts there
+    ("glued-modifier", "def y (trueprivate : Bool) := trueprivate\n"
+     "def z := f defprivate true whereprivate false"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body", [b for _, b in LITERAL_NEIGHBOURS], ids=[i for i, _ in LITERAL_NEIGHBOURS])
+def test_a_literal_name_that_is_only_used_passes(body: str) -> None:
+    verdict = check_guard(with_body(body))
+    assert verdict.passed, verdict.reason
+
+
+def test_an_unterminated_comment_after_a_keyword_ends_the_text() -> None:
+    # As in Lean, the comment runs to the end: nothing after it is declared (or read as a name;
+    # `true :` inside it would still be rejected, comments being no exemption).
+    assert check_guard(f"{HEADER}{PROOF}def /- true := false\n").passed
+    assert check_guard(f"{HEADER}{PROOF}def /- -/ /- true := false\n").passed
+    assert check_guard(f"{HEADER}{PROOF}def /- /- -/ true := false\n").passed
+    verdict = check_guard(f"{HEADER}{PROOF}def /- -/ true /- := false\n")
+    assert (verdict.word, verdict.line) == ("true", PROOF.count("\n") + 2)
+
+
+def test_an_instance_is_rejected_in_every_spelling() -> None:
+    # Numerals (`OfNat`) and coercions (`CoeT`) are found by instance synthesis, where the file's
+    # own instance could win; there are no user instances at all.
+    for body in (
+        "instance : OfNat Nat n := ⟨0⟩",
+        "instance instOfNatBool : OfNat Bool n := ⟨true⟩",
+        "local instance : Coe Bool Nat := ⟨Bool.toNat⟩",
+        "scoped instance : CoeTail Bool Nat := ⟨Bool.toNat⟩",
+        "@[instance] def x : NatCast Bool := ⟨fun _ => false⟩",
+        "attribute [instance] Nat.cast",
+        "attribute [local instance] x",
+        "@[simp, instance 10] def y : IntCast Bool := ⟨fun _ => false⟩",
+        "deriving instance Repr for Nat",
+        "instance (priority := high) i : Inhabited Nat := ⟨0⟩",
+    ):
+        verdict = check_guard(with_body(body))
+        assert (verdict.passed, verdict.word, verdict.line) == (False, "instance", 3), body
+    assert check_guard(with_body("@[default_instance] def x : OfNat Nat 1 := ⟨0⟩")).word == "default_instance"
+    assert check_guard(with_body("open Nat renaming succ → true")).word == "renaming"
+    # `inferInstance` and `instDecidableEqNat` are other names
+    assert check_guard(
+        with_body("def d : DecidableEq Nat := inferInstance\ndef e := instDecidableEqNat")
+    ).passed
 
 
 # --- size and speed ------------------------------------------------------------------------------
@@ -675,6 +887,18 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "dots": lambda n: _fill(".a", size=n),
     "unicode": lambda n: _fill("α₁ ", size=n),
     "crlf": lambda n: _fill("x\r\n", size=n),
+    "declaring-keywords": lambda n: _fill("def x ", size=n),
+    "keyword-then-comment": lambda n: _fill("def /- ", size=n),
+    "keyword-then-closed-comment": lambda n: _fill("where /- c -/ x ", size=n),
+    "keyword-then-line-comment": lambda n: _fill("def -- x\n", size=n),
+    "keyword-then-attributes": lambda n: _fill("where @[simp] private x\n", size=n),
+    "keyword-then-nested-attributes": lambda n: _fill("where @[" + "[" * 50 + "]" * 51 + " ", size=n),
+    "bars": lambda n: _fill("| x => ", size=n),
+    "bar-literals": lambda n: _fill("| true => ", size=n),
+    "bar-spaces": lambda n: _fill("|" + " " * 200, size=n),
+    "literals": lambda n: _fill("true ", size=n),
+    "literals-before-comments": lambda n: _fill("true /- -/ ", size=n),
+    "literal-definitions": lambda n: _fill("true := ", size=n),
 }
 
 

@@ -19,6 +19,7 @@ from lean_mod_add_proof.grading.guard import (
     BANNED_WORD_PARTS,
     BANNED_WORDS,
     INTERNAL_ERROR_REASON,
+    LITERAL_NAMES,
     GuardVerdict,
     check_guard,
 )
@@ -71,6 +72,7 @@ PIECES = [
     "import LeanCheckedNetwork.Weights\n", "--", "/-", "-/", "/--", "@[", "]", "attribute", "(", ")",
     ":=", "{", "}", "set_option ", "#check", "#eval", "%", "type_of%", "lcCast", "sorry", ".inl",
     "«", "»", "\x00", "\udc80", "α", "₁", "→", "decide +kernel", "(kernel := true)", "module",
+    "def true", "| true", "| true =>", "true :", "where ", "instance", "@[instance]", "inductive T",
 ]  # fmt: skip
 pieces_text = st.lists(st.sampled_from(PIECES) | st.text(max_size=8), max_size=60).map("".join)
 fenced = st.builds(
@@ -157,7 +159,8 @@ def test_a_banned_word_in_a_comment_is_always_rejected(base: str, word: str, lin
 #: Comment text that holds no banned word, part, `import`, `%`, bracket or comment marker.
 SAFE_ALPHABET = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKMNOPQRSTUVWXYZ0123456789 ,.;:!?=+<>αβ→"
 _FORBIDDEN_SUBSTRINGS = tuple(
-    w.lower().lstrip("#") for w in (*BANNED_WORDS, *BANNED_WORD_PARTS, "import", "module", "lc", "meta")
+    w.lower().lstrip("#")
+    for w in (*BANNED_WORDS, *BANNED_WORD_PARTS, "import", "module", "lc", "meta", *LITERAL_NAMES)
 )
 safe_comment = st.text(st.sampled_from(SAFE_ALPHABET), max_size=60)
 noise = st.one_of(
@@ -185,5 +188,43 @@ def test_honest_proof_with_noise_passes(base: str, additions: list[tuple[int, st
             line = 1  # only comments may come before the imports
         text = _insert(text, line, addition)
     text = text.replace("\n", trailing + "\n")
+    verdict = guard(text)
+    assert verdict.passed, (verdict.reason, text)
+
+
+# --- literal names (rule 10) ---------------------------------------------------------------------
+
+#: Declarations that would make `(kernel := true)` run the file's own code (or that name a literal
+#: where the guard looks), each spelled so that it is the only reason to reject the file.
+SHADOWS = [
+    "def true : Bool := false", "def LeanCheckedNetwork.Net.false : Bool := true",
+    "private def true : Bool := false", "protected def LeanCheckedNetwork.true : Bool := false",
+    "abbrev true : Bool := false", "theorem false : True := trivial", "def _root_.true := false",
+    "structure S where\n  true : Bool", "inductive T | a | false", "class C where\n  n : Nat\n  true : Bool",
+    "def helper : Nat := 0\nwhere true : Bool := false", "def /- c -/ true := false",
+    "def -- c\n  false := true", "instance : OfNat Nat n := ⟨0⟩", "attribute [instance] Nat.add",
+]  # fmt: skip
+#: Honest uses of the literals, and the spellings of the configuration a proof may use.
+LITERAL_USES = [
+    "theorem use_1 : decide (1 = 1) = true := rfl", "def use_2 : Bool → Nat\n  | true => 1\n  | false => 0",
+    "theorem use_3 (b : Bool) (h : b = true) : (b || false) = true := by simp [h]",
+    "theorem trueRow_4 : [true, false].length = 2 := rfl", "def is_true_5 (b : Bool) : Bool := b && true",
+]  # fmt: skip
+CONFIGS = ["+kernel", "(kernel := true)", "(config := { kernel := true })", "(config := {kernel := true})"]
+
+
+@PROPERTY
+@given(st.sampled_from(HONEST), st.sampled_from(SHADOWS), st.integers(min_value=1, max_value=200))
+def test_a_literal_declaration_is_always_rejected(base: str, shadow: str, line: int) -> None:
+    text = _insert(base, 1 + line % len(base.split("\n")), shadow)  # after the import line
+    verdict = guard(text)
+    assert not verdict.passed
+    assert verdict.word in (*LITERAL_NAMES, "instance"), verdict.reason
+
+
+@PROPERTY
+@given(st.sampled_from(HONEST), st.lists(st.sampled_from(LITERAL_USES), max_size=5), st.sampled_from(CONFIGS))
+def test_honest_literal_uses_pass(base: str, uses: list[str], config: str) -> None:
+    text = base.replace("decide +kernel", f"decide {config}") + "\n" + "\n".join(dict.fromkeys(uses)) + "\n"
     verdict = guard(text)
     assert verdict.passed, (verdict.reason, text)

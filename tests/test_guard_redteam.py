@@ -115,7 +115,7 @@ BYPASSES: list[tuple[str, str, str]] = [
     ("discharger-hides-config", with_body("example : 1 = 1 := by simp (disch := decide (kernel := pwn))"),
      "kernel"),
     ("term-named-argument", with_body("theorem t : True := f (x := g y)"), "x"),
-    ("priority-name", with_body("instance (priority := pwn) i : Inhabited Nat := ⟨0⟩"), "priority"),
+    ("priority-name", with_body("def i := f (priority := pwn)"), "priority"),
     *[(f"io-term-in-config-{name}", with_config(f"(kernel := ({term}) == ())"), "kernel")
       for name, term in IO_TERMS.items()],
     ("allocprof-io-anchor", with_body('def r := allocprof "" (.Process.spawn { cmd := "sh" })'), "allocprof"),
@@ -155,16 +155,61 @@ def test_io_terms_outside_configs_are_inert(term: str) -> None:
     assert check_guard(with_body(f"def act := {term}")).passed
 
 
-def test_literal_shadowing_is_a_documented_residual() -> None:
-    # The guard cannot see that `true` below resolves to the submission's own definition, so the
-    # configuration would evaluate it. Accepted (module docstring): the code is pure, because
-    # every known way to an `IO.RealWorld` token is banned, and the grader's limits bound it.
-    text = (
-        f"{HEADER}\nnamespace LeanCheckedNetwork.Net\ndef true : Bool := (List.range 1000).length > 0\n"
-        f"end LeanCheckedNetwork.Net\n\n{SIGNATURE} := by\n  decide (kernel := true)\n"
-    )
-    assert check_guard(text).passed
-    assert not check_guard(text.replace("(List.range 1000).length > 0", "lcCast ()")).passed
+# A literal configuration value is elaborated in the file's scope (lean4
+# src/Lean/Elab/Tactic/Config.lean `elabConfig`), and the surrounding namespaces are searched before
+# the `Bool.true` alias (src/Lean/ResolveName.lean `resolveGlobalName`), so each of these would make
+# `decide (kernel := true)` (or a numeral option) compile and run the file's own code.
+SHADOW_BODY = "(List.range 1000).length > 0"
+NS = ("namespace LeanCheckedNetwork.Net\n", "\nend LeanCheckedNetwork.Net")
+SHADOWS: list[tuple[str, str, str]] = [
+    # (id, declarations before the proof, the word the verdict must name)
+    ("namespace-def", f"{NS[0]}def true : Bool := {SHADOW_BODY}{NS[1]}", "true"),
+    ("qualified-def", f"def LeanCheckedNetwork.Net.true : Bool := {SHADOW_BODY}", "true"),
+    ("enclosing-namespace", f"def LeanCheckedNetwork.true : Bool := {SHADOW_BODY}", "true"),
+    ("private-def", f"{NS[0]}private def true : Bool := {SHADOW_BODY}{NS[1]}", "true"),
+    ("protected-def", f"protected def LeanCheckedNetwork.Net.true : Bool := {SHADOW_BODY}", "true"),
+    ("root-def", f"def _root_.true : Bool := {SHADOW_BODY}", "true"),
+    ("opened-namespace", f"def Evil.true : Bool := {SHADOW_BODY}\nopen Evil", "true"),
+    ("abbrev-false", f"abbrev LeanCheckedNetwork.Net.false : Bool := {SHADOW_BODY}", "false"),
+    ("theorem-true", "theorem LeanCheckedNetwork.Net.true : True := trivial", "true"),
+    ("guillemets", f"def LeanCheckedNetwork.Net.«true» : Bool := {SHADOW_BODY}", "«"),
+    ("where-aux", f"def helper : Nat := 0\nwhere true : Bool := {SHADOW_BODY}", "true"),
+    ("let-rec", f"def helper : Nat := let rec true : Bool := {SHADOW_BODY}; 0", "true"),
+    ("class-field-with-instance",
+     "namespace LeanCheckedNetwork.Net\nclass C where\n  n : Nat\n  true : Bool\n"
+     "instance : C := ⟨0, (List.range 9).length > 0⟩\nend LeanCheckedNetwork.Net", "instance"),
+    ("class-field", f"{NS[0]}class C where\n  n : Nat\n  true : Bool{NS[1]}", "true"),
+    ("structure-constructor", "structure S where\n  true ::\n  x : Nat", "true"),
+    ("inductive-constructor", "inductive T where\n  | true\n  | false", "true"),
+    ("open-renaming", "def evil : Bool := false\nopen LeanCheckedNetwork renaming evil → true", "renaming"),
+    ("export", "def Evil.true : Bool := false\nexport Evil (true)", "export"),
+    # numerals and coercions: instance synthesis, where the file's instance could win
+    ("ofnat-instance", "instance : OfNat Nat n := ⟨(List.range n).length⟩", "instance"),
+    ("ofnat-bool-instance", "instance : OfNat Bool n := ⟨n > 0⟩", "instance"),
+    ("coe-instance", "instance : Coe Bool Nat := ⟨fun b => (List.range 9).length⟩", "instance"),
+    ("coedep-instance", "instance : CoeDep Bool true Nat := ⟨0⟩", "instance"),
+    ("natcast-instance", "instance : NatCast Bool := ⟨fun n => n > 0⟩", "instance"),
+    ("abbrev-class-instance", "abbrev MyOfNat := OfNat Nat 5\ninstance : MyOfNat := ⟨7⟩", "instance"),
+    ("instance-attribute", "@[instance] def evil : OfNat Nat 5 := ⟨7⟩", "instance"),
+    ("attribute-command", "def evil : OfNat Nat 5 := ⟨7⟩\nattribute [instance] evil", "instance"),
+    ("default-instance", "@[default_instance] def evil : OfNat Nat 5 := ⟨7⟩", "default_instance"),
+    ("class-parent-instance", "class Evil extends OfNat Nat 5\ninstance : Evil := ⟨⟨7⟩⟩", "instance"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("before", "word"), [c[1:] for c in SHADOWS], ids=[c[0] for c in SHADOWS])
+@pytest.mark.parametrize("config", ["(kernel := true)", "(config := { kernel := true })", "+kernel"])
+def test_a_literal_shadow_is_rejected(before: str, word: str, config: str) -> None:
+    verdict = check_guard(with_config(config, before=before))
+    assert not verdict.passed
+    assert verdict.word == word, verdict.reason
+
+
+def test_the_shadow_spelling_without_the_declaration_passes() -> None:
+    # The same proof, config and namespace, with nothing declared as `true`: the rule is about the
+    # declaration, not the use.
+    for config in ("(kernel := true)", "(config := { kernel := true })", "+kernel", "(kernel := false)"):
+        assert check_guard(with_config(config, before=NS_OPEN + NS_CLOSE)).passed
 
 
 def test_new_rules_are_shown_to_the_model() -> None:
@@ -272,11 +317,22 @@ HONEST_FILES: dict[str, str] = {
         "theorem sumTo_three : sumTo 3 = 6 := by decide\n\n"
         f"{SIGNATURE} := by\n  decide +kernel\n"
     ),
-    "decidable-instance": submission(
-        "def Good (a : Nat) : Prop := ∀ b, b < 7 → LeanCheckedNetwork.Net.answer a b = (a + b) % 7\n\n"
-        "instance (a : Nat) : Decidable (Good a) := by\n  unfold Good\n  exact inferInstance\n\n"
-        "instance (priority := high) fastNat : Inhabited Nat := ⟨0⟩\n\n"
+    "decidable-abbrev": submission(
+        "abbrev Good (a : Nat) : Prop := ∀ b, b < 7 → LeanCheckedNetwork.Net.answer a b = (a + b) % 7\n\n"
+        "theorem good_3 : Good 3 := by decide +kernel\n"
+        "def Good' (a : Nat) : Prop := ∀ b, b < 7 → LeanCheckedNetwork.Net.answer a b = (a + b) % 7\n"
+        "theorem good'_3 : Good' 3 := by\n  unfold Good'\n  decide +kernel\n\n"
         f"{SIGNATURE} := by\n  decide +kernel\n"
+    ),
+    "bool-helpers": submission(
+        "def rowOk (a : Nat) : Bool :=\n"
+        "  (List.range 7).all fun b => LeanCheckedNetwork.Net.answer a b == (a + b) % 7\n"
+        "theorem rowOk_3 : rowOk 3 = true := by decide +kernel\n"
+        "def toNat : Bool → Nat\n  | true => 1\n  | false => 0\n"
+        "theorem toNat_true : toNat true = 1 := rfl\n"
+        "theorem is_true_of (b : Bool) (h : b = true) : (b && true) = true := by simp [h]\n"
+        "theorem trueRow : (match (3 : Nat), true with\n  | 0, _ => false\n  | _, b => b) = true := rfl\n\n"
+        f"{SIGNATURE} := by\n  decide (config := {{ kernel := true }})\n"
     ),
     "anonymous-constructor-fun": submission(
         "theorem fin_pairs : ∀ x : Fin 7 × Fin 7, x.1.val < 7 := fun ⟨a, _⟩ => a.isLt\n"

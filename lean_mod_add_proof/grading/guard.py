@@ -59,8 +59,10 @@ and the rule that closes it ("C:" = read in the lean4 sources; "I:" = inferred):
   `register` and `declare`).
 - Tactic configuration values: `declare_config_elab` elaborators evaluate `(opt := e)`,
   `(config := e)` and even `(opt := by tac)` with `Meta.evalExpr' (safety := .unsafe)` (C:
-  `src/Lean/Elab/Tactic/Config.lean`, `mkConfigElaborator`, `elabConfig`). Closed by rule 9:
-  every `(name := value)` has a literal value.
+  `src/Lean/Elab/Tactic/Config.lean`, `mkConfigElaborator`, `elabConfig`; `evalExpr'` adds the
+  elaborated value as a definition, compiles it and runs it: `addAndCompile`, `evalConst` in
+  `src/Lean/Meta/Eval.lean`). Closed by rule 9 (every `(name := value)` has a literal value) and,
+  since even a literal is elaborated in the file's scope, by rules 4 and 10 (below).
 - `decide +native`, `native_decide`, `bv_decide`: compile the `Decidable` instance and run it
   (`Lean.ofReduceBool`; in 4.35 a per-use `nativeEqTrue` axiom). Closed by rule 4: `native` as a
   whole word (so also `(native := true)` and `x.native`), `native_decide`, `bv_decide`,
@@ -87,7 +89,10 @@ and the rule that closes it ("C:" = read in the lean4 sources; "I:" = inferred):
   rule 8: an option allow-list.
 
 Not routes (nothing the file supplies is compiled or run): `#reduce`, `decide`, `decide +kernel`
-and `rfl` (kernel or `whnf` reduction); instance synthesis (unification; instances are terms);
+and `rfl` (kernel or `whnf` reduction: C: `doElab`/`doKernel` in `src/Lean/Elab/Tactic/Decide.lean`);
+instance synthesis (unification; instances are terms, though an instance the file declares can be
+what a configuration value's elaboration picks, see rule 10); `set_option` values (C: `optionValue`
+is the atoms `true`/`false`, a string or a numeral, never resolved: `src/Lean/Parser/Command.lean`);
 `deriving` (only builtin handlers, which write definitions; adding a handler needs `initialize`);
 compiling a `def` to IR (the compiler runs, the definition does not); `termination_by`,
 `decreasing_by` (tactics); structural recursion and `partial_fixpoint` (kernel-checked).
@@ -121,6 +126,17 @@ Rules (the first that fails gives the verdict, in this order):
    newlines); `(priority := high|mid|low|default)` is also allowed and `(disch := tac)` /
    `(discharger := tac)` take any tactic (its own `(name := ...)` are checked the same way). No
    comment may sit between the `(`, the name and `:=`. `+opt` and `-opt` need no check.
+10. Literal names: `true` and `false` (`LITERAL_NAMES`) may not be declared. A name is read (as
+   in rule 9, then split into ASCII runs as in rule 4, so `Net.true`, `_root_.false` and `true'`
+   all hold one) after each `DECLARING_KEYWORDS` word (`def`, `theorem`, `lemma`, `abbrev`,
+   `structure`, `class`, `inductive`; `where` and `rec` for auxiliary definitions and fields) and
+   after each lone `|` (a constructor), skipping whitespace, comments (nested; doc comments too),
+   attribute lists and `private`/`protected`/`noncomputable`/`nonrec`; it must not hold a
+   literal name, except after `|` when `=>` or `,` follows it (a match alternative,
+   `| true => ...`). `true` or `false` followed by a lone `:` (a field or binder,
+   `true : Bool`, `(true : Bool)`) is rejected too. An unterminated comment runs to the end of
+   the file, as in Lean. With `instance` a banned word (rule 4) and no `instance` or
+   `default_instance` attribute (rule 7), the file declares no instance at all.
 
 Decisions, and why:
 
@@ -130,8 +146,10 @@ Decisions, and why:
   full tactic grammar (which tactic names take configurations, where a term ends). Honest proofs
   here rarely need a non-literal named argument (`(n := 3)` and `(h := true)` still pass), so the
   rule applies everywhere: it cannot miss a configuration position, however a tactic spells it.
-- With configuration values literal, nothing the file writes is run, so the old leading-dot ban
-  (`.inl h`, `⟨0, .refl 0⟩`, `if let .some x := e`) is gone: a leading dot only resolves a name.
+- With configuration values literal (rule 9) and literals meaning the library's `Bool.true`,
+  `Bool.false` and `OfNat` instances (rule 10), nothing the file writes is run, so the old
+  leading-dot ban (`.inl h`, `⟨0, .refl 0⟩`, `if let .some x := e`) is gone: a leading dot only
+  resolves a name.
   `/.lake` paths in comments were rejected only through that rule; with no build-time code a path
   in the text is inert, so they pass. `@[grind]` and its modifiers are declarative (E-matching
   patterns and case splits) and are allowed.
@@ -142,11 +160,38 @@ Decisions, and why:
 - A banned word or `import` in a comment is still rejected (policy: simple to state, and it stops
   comment-parsing tricks). A comment right after `(` or after `(name` is rejected (rule 9) because
   it could hide `:=` from a reader that does not parse comments.
-- Residual risk, accepted: a literal is still resolved by Lean. A declaration named `true` in the
-  current namespace, an `OfNat Nat n` instance or a coercion can make `(kernel := true)` or
-  `(maxSteps := 5)` evaluate code the file wrote. That code is pure: every known source of an
-  `IO.RealWorld` token (`IO`, `unsafe*`, `lcCast`, `lcRealWorld`) is banned, so it can only spend
-  time and memory, which the grader's deadline and memory cap bound.
+- Literal names and instances (rules 4 and 10): rule 9 leaves `true`, `false` and numerals, and
+  Lean elaborates even those in the file's scope. C: `elabConfig`
+  (`src/Lean/Elab/Tactic/Config.lean`) puts the file's own syntax `v` into `{ opt := v : Cfg }` and
+  elaborates it with `Term.elabTermEnsuringType` under `withLCtx {} {}` (no local hypotheses or
+  local instances, so `have : OfNat Nat 5 := ...` in a proof does not reach it) but in the current
+  namespace and `open`s. The identifier `true` goes to `resolveGlobalName`
+  (`src/Lean/ResolveName.lean`): the surrounding namespaces first, innermost first
+  (`resolveUsingNamespace`; a `private` declaration counts, a `protected` one not for an atomic
+  name), and only when none has it the root, the `open`s and the aliases, where `true` is
+  `Bool.true` by `export Bool (false true)` (`src/Init/Prelude.lean`). So `namespace N` then
+  `def true : Bool := e` makes `(kernel := true)` compile and run `e`. A numeral is `OfNat.ofNat n` with
+  an instance metavariable (`elabNumLit`, `src/Lean/Elab/BuiltinTerm.lean`) and a value of the
+  wrong type is coerced (`CoeT`), both by instance synthesis, where an instance the file declares
+  can win. An instance is filed under the class its type reduces to (C: `mkInstanceKey` in
+  `src/Lean/Meta/Instances.lean`, `forallMetaTelescopeReducing` then `DiscrTree.mkPath`; I: with
+  reducible unfolding), so an `abbrev` for `OfNat Nat 5`, or a class extending it (whose parent
+  projection is an instance), defeats any list of class names (`OfNat`, `Coe*`, `NatCast`, ...).
+  Hence no instances at all: an honest proof here needs none (`abbrev` or `unfold` lets the
+  library's instances decide a custom `Prop`). `+opt` and `-opt` are immune: `mkConfigItemViews`
+  makes them `mkCIdentFrom item ``true` (``false), an identifier pre-resolved to `Bool.true`
+  (`Bool.false`) with a reserved macro scope (C: `mkCIdentFrom` in Init's syntax helpers), and
+  `resolveName` (`src/Lean/Elab/Term.lean`) takes a pre-resolved name over any scope lookup. The
+  alias routes are `export` and `open ... renaming x → true` (the word `renaming`), both rule 4;
+  `«true»` is rule 2. Rejected honest forms: `| true | false => e` (write one alternative each),
+  `(true : Bool)`, `true:` or `def true` in a comment, `deriving instance`. Not covered, on
+  purpose: a field or constructor named `true` where rule 10 does not look (`(x true : Bool)` in a
+  structure): a projection takes its structure as an explicit argument and a constructor has its
+  inductive's type, so neither elaborates at type `Bool` without a coercion, and there are no
+  instances; `True` and `False` (propositions, never a configuration value). The build runs in the
+  sandbox and the judge reads only the export the build wrote (on the olean route, the olean as
+  data), so this rule is defence in depth: code it missed could spend the build's time and memory,
+  not decide the verdict.
 
 Everything here is linear in the input: C-level regex scans with possessive quantifiers, one pass
 over the distinct words, and at most one scan per rule; 1 MiB of adversarial text takes well under
@@ -155,6 +200,7 @@ a second. No function here raises on any `str`.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -198,6 +244,8 @@ BANNED_WORDS: tuple[str, ...] = (
     # Code-running and IO entry points found by red teams.
     "declare_simp_like_tactic", "unif_hint", "lcProof", "include_str", "timeit", "allocprof",
     "println", "by_elab", "idbg", "grind_propagator",
+    # Declarations a tactic configuration's literal can resolve to (rule 10).
+    "instance", "renaming",
 )  # fmt: skip
 
 #: Parts (lowercase) banned case-insensitively as a strict part of a longer name split at `_` and
@@ -218,8 +266,8 @@ ALLOWED_HASH_COMMANDS: tuple[str, ...] = ("#check", "#print", "#reduce")
 
 #: The only words allowed inside `@[...]` and `attribute [...]` (numbers are allowed too).
 ALLOWED_ATTRIBUTE_WORDS: tuple[str, ...] = (
-    "simp", "reducible", "irreducible", "semireducible", "instance", "local", "scoped", "inline",
-    "noinline", "specialize", "default_instance", "match_pattern", "ext", "congr", "refl",
+    "simp", "reducible", "irreducible", "semireducible", "local", "scoped", "inline",
+    "noinline", "specialize", "match_pattern", "ext", "congr", "refl",
     "symm", "induction_eliminator", "cases_eliminator", "high", "mid", "low",
     "default", "priority",
 )  # fmt: skip
@@ -244,6 +292,16 @@ ALLOWED_OPTION_PREFIXES: tuple[str, ...] = ("pp.", "linter.")
 #: Names whose `(name := value)` takes a tactic, not a value (`simp (disch := omega)`).
 TACTIC_VALUED_NAMES: tuple[str, ...] = ("disch", "discharger")
 
+#: The identifiers a literal configuration value (rule 9) is written with, which Lean resolves in
+#: the file's scope: no declaration may hold one as a name component (rule 10).
+LITERAL_NAMES: tuple[str, ...] = ("true", "false")
+
+#: Words after which the next name is a new declaration's (rule 10); `instance`, `opaque` and
+#: `axiom` are banned words, so rule 4 has already rejected them.
+DECLARING_KEYWORDS: tuple[str, ...] = (
+    "def", "theorem", "lemma", "abbrev", "structure", "class", "inductive", "where", "rec",
+)  # fmt: skip
+
 #: The guard's rules in words, for the prompt (beside `BANNED_WORDS`).
 GUARD_RULES: tuple[str, ...] = (
     "The file is at most 1 MiB and starts with its imports (only comments and blank lines before "
@@ -264,6 +322,9 @@ GUARD_RULES: tuple[str, ...] = (
     "sit inside `(name :=`.",
     "No name may be directly followed by `%` (write `(a + b) % 7`, not `b%7`; `type_of%`-style "
     "elaborators are forbidden) and no compiler-internal `lc…` names (`lcProof`, `lcCast`).",
+    "Nothing may be named `true` or `false` (no `def true`, `def Foo.false`, constructor `| true`, "
+    "field or binder `true : Bool`; `| true => ...` in a match is fine) and there are no "
+    "instances (`instance`, `@[instance]`): tactic options are resolved in the file's scope.",
     "No `«»` identifier escapes, no `module` header, no control, zero-width or bidirectional characters.",
 )
 
@@ -313,6 +374,18 @@ _STRUCT_VALUE_RE = re.compile(
 )
 _PRIORITY_VALUE_RE = re.compile(rf"{_WS}(?:high|mid|low|default|[0-9]++)(?![A-Za-z0-9_'!?.]){_WS}\)")
 _TACTIC_VALUED = frozenset(TACTIC_VALUED_NAMES)
+
+# Rule 10. A literal name as a whole ASCII run; a `|` that is not the second of `||` or `<|` (a
+# name never starts with `|` or `>`, so `||`, `|||` and `|>` need no more); the declaring keywords;
+# block-comment and bracket tokens, matched once per file.
+_LITERAL_RE = re.compile(r"(?<![A-Za-z0-9_])(?:true|false)(?![A-Za-z0-9_])")
+_BAR_RE = re.compile(r"(?<![|<])\|")
+_DECLARING_RE = re.compile(rf"(?<![{_WORD_CHARS}.])(?:{'|'.join(DECLARING_KEYWORDS)})(?![{_WORD_CHARS}])")
+_DECL_NAME_RE = re.compile(_NAME)
+_BLOCK_TOKEN_RE = re.compile(r"/-|-/")
+_NEWLINE_RE = re.compile(r"\n")
+_LITERALS = frozenset(LITERAL_NAMES)
+_NAME_MODIFIERS = frozenset({"private", "protected", "noncomputable", "nonrec"})
 
 # Rule 7: where an attribute list may start (`attribute` is checked for a following `[`).
 _ATTR_START_RE = re.compile(rf"@\[|(?<![{_WORD_CHARS}])attribute(?![{_WORD_CHARS}])")
@@ -721,6 +794,121 @@ def _check_named_values(text: str) -> GuardVerdict | None:
     return None
 
 
+# --- rule 10: literal names ----------------------------------------------------------------------
+
+
+class _Skipper:
+    """Skips what may sit before a declared name (whitespace, comments, attribute lists and
+    modifiers) as Lean reads it. Every block comment and bracket is matched once, on first need,
+    so each skip costs only the whitespace and modifiers it passes: linear in total, however the
+    comments nest. An unterminated comment runs to the end of the text, as in Lean."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._ends: dict[int, int] = {}  # `/-` or `[` -> just after its closer
+        self._newlines: list[int] = []  # every newline, then the end of the text
+        self._indexed = False
+
+    def _index(self) -> None:
+        if self._indexed:
+            return
+        self._indexed = True
+        for pattern, opening in ((_BLOCK_TOKEN_RE, "/-"), (_BRACKET_RE, "[")):
+            stack: list[int] = []
+            for m in pattern.finditer(self.text):
+                if m.group(0) == opening:
+                    stack.append(m.start())
+                elif stack:
+                    self._ends[stack.pop()] = m.end()
+            self._ends.update(dict.fromkeys(stack, len(self.text)))
+        self._newlines = [m.start() for m in _NEWLINE_RE.finditer(self.text)] + [len(self.text)]
+
+    def _end(self, opener: int) -> int:
+        # A skip reaches `/-` only after whitespace, a letter, `|`, `/`, `]` or a newline, where
+        # the left-to-right token scan above is aligned with Lean's, so the opener is always a key.
+        self._index()
+        return self._ends[opener]
+
+    def skip(self, pos: int) -> int:
+        text = self.text
+        while True:
+            pos = _WS_RE.match(text, pos).end()  # type: ignore[union-attr]
+            if text.startswith("--", pos):
+                self._index()
+                pos = self._newlines[bisect.bisect_left(self._newlines, pos)]  # the newline is whitespace
+            elif text.startswith("/-", pos):
+                pos = self._end(pos)
+            elif text.startswith("@[", pos):
+                pos = self._end(pos + 1)
+            elif (word := _RUN_RE.match(text, pos)) is not None and word.group(0) in _NAME_MODIFIERS:
+                pos = word.end()
+            else:
+                return pos
+
+
+def _literal_in(name: str) -> str | None:
+    """The first ASCII run of `name` that is a literal name, if any."""
+    for run in _RUN_RE.findall(name):
+        if run in _LITERALS:
+            return run
+    return None
+
+
+#: A hit of rule 10: (position of the name, scan, what was found, the literal name, a hint).
+_Hit = tuple[int, int, str, str, str]
+
+
+def _declared_literal(text: str, skipper: _Skipper) -> _Hit | None:
+    """`def true`, `theorem Net.false`, `where true := ...`: the name after a declaring keyword
+    (not after `.`: `Bool.rec` is a name, not `rec`)."""
+    for m in _DECLARING_RE.finditer(text):
+        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
+        if name is not None and (literal := _literal_in(name.group(0))) is not None:
+            return name.start(), 0, f"'{m.group(0)} {name.group(0)[:80]}'", literal, ""
+    return None
+
+
+def _constructor_literal(text: str, skipper: _Skipper) -> _Hit | None:
+    """`| true` as a constructor; a match alternative (`| true =>`, `| true, x =>`) is fine."""
+    for m in _BAR_RE.finditer(text):
+        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
+        if name is None or (literal := _literal_in(name.group(0))) is None:
+            continue
+        if not text.startswith(("=>", ","), skipper.skip(name.end())):
+            hint = " (a match alternative `| true => ...` is fine; write `| true | false => e` as two)"
+            return name.start(), 1, f"'| {name.group(0)[:80]}'", literal, hint
+    return None
+
+
+def _bound_literal(text: str, skipper: _Skipper) -> _Hit | None:
+    """`true : Bool`: a field or binder named `true` (also a type ascription, rejected alike)."""
+    for m in _LITERAL_RE.finditer(text):
+        after = skipper.skip(m.end())
+        if text.startswith(":", after) and not text.startswith((":=", "::"), after):
+            return m.start(), 2, f"'{m.group(0)} :'", m.group(0), " (a field, binder or type ascription)"
+    return None
+
+
+def _check_literal_names(text: str) -> GuardVerdict | None:
+    skipper = _Skipper(text)
+    hits = [
+        hit
+        for scan in (_declared_literal, _constructor_literal, _bound_literal)
+        if (hit := scan(text, skipper))
+    ]
+    if not hits:
+        return None
+    pos, _, what, literal, hint = min(hits)
+    line = _line_of(text, pos)
+    return _fail(
+        f"{what} on line {line}: nothing may be named `true` or `false`{hint}; a tactic option such "
+        "as `(kernel := true)` is resolved in the file's scope, so it would run the file's own "
+        "declaration while the file builds",
+        literal,
+        line,
+    )
+
+
 # --- the guard -----------------------------------------------------------------------------------
 
 _RULES = (
@@ -733,6 +921,7 @@ _RULES = (
     _check_attributes,
     _check_options,
     _check_named_values,
+    _check_literal_names,
 )
 
 
