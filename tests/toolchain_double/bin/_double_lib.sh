@@ -1,5 +1,14 @@
-# Shared helpers of the toolchain double (sourced by bin/lean).
+# Shared helpers of the toolchain double (sourced by bin/lean, bin/leanc, bin/lake).
 # TEST DOUBLE: this is not Lean and decides nothing about proofs.
+
+# The switch `double-no-leanexport` beside bin/ (a private copy only): a toolchain without the
+# exporter and without the LeanExport library. The first double command run in that copy (the
+# grader's `lean --version`) removes both, so that every check of the files sees them absent.
+# shellcheck disable=SC2154  # `here` is the sourcing script's directory
+if [ -f "$here/../double-no-leanexport" ]; then
+    rm -f "$here/leanexport" 2>/dev/null
+    rm -rf "$here/../lib/lean/LeanExport" "$here/../lib/lean/LeanExport.olean" 2>/dev/null
+fi
 
 # directives FILE KIND: print "<verb> <args>" for every line "-- double: KIND <verb> <args>" in FILE.
 directives() {
@@ -24,6 +33,9 @@ msg() {
 # directory or root .olean decides; the file under it must then exist.
 resolve() {
     root=${1%%.*}
+    if [ "$root" = LeanExport ] && [ -f "$here/../double-no-leanexport" ]; then
+        return 0  # not in this toolchain (even if the removal above could not happen)
+    fi
     rel=$(printf '%s' "$1" | tr . /)
     old_ifs=$IFS
     IFS=:
