@@ -167,11 +167,16 @@ async def run_double(
     *,
     task: GradeTask | None = None,
     skip_guard: bool = False,
+    olean_route: bool = False,
     **cfg: object,
 ) -> GradeResult:
     """Grade `text` against the toolchain double. The self-test is skipped explicitly: the
     double acts out only what the directives in the text script (`grade(skip_selftest=True)` is
-    the documented test-only switch; the self-test itself is tested in test_selftest.py)."""
+    the documented test-only switch; the self-test itself is tested in test_selftest.py).
+    `olean_route`: a double without `leanexport`, so the judge reads the build's olean (for tests
+    of what that route alone must refuse, and of commands in the olean route's order)."""
+    if olean_route:
+        cfg.setdefault("toolchain_dir", olean_only_double(tmp_path))
     return await grade(
         text,
         task or grade_task(),
@@ -180,6 +185,15 @@ async def run_double(
         skip_guard=skip_guard,
         skip_selftest=True,
     )
+
+
+def olean_only_double(tmp_path: Path) -> Path:
+    """A private copy of the double that has no `leanexport` (made once per test)."""
+    dest = tmp_path / "double-without-leanexport"
+    if not dest.exists():
+        copy_double(dest)
+        (dest / "double-no-leanexport").write_text("")
+    return dest
 
 
 def copy_double(dest: Path) -> Path:
@@ -221,3 +235,11 @@ GOOD_VERDICT: dict[str, object] = {
     "axioms": ["propext"],
     "check_axioms": ["propext"],
 }
+
+
+def build_output(res: GradeResult) -> str:
+    """The kept output of the submission's own build (`lean ... Submission.lean`), wherever it
+    stands among the grade's commands (the export and the judge come after it)."""
+    builds = [c for c in res.commands if c.argv and c.argv[-1].endswith("Submission.lean")]
+    assert builds, [c.argv for c in res.commands]
+    return builds[-1].output_tail

@@ -16,8 +16,9 @@ import pytest
 
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
 from lean_mod_add_proof.grading import selftest
+from lean_mod_add_proof.grading.comparator import challenge_lean
+from lean_mod_add_proof.grading.judge_source import JUDGE_SOURCE_PATH, judge_text
 from lean_mod_add_proof.grading.lean_names import theorem_signature
-from lean_mod_add_proof.grading.package import JUDGE_SOURCE_PATH
 from lean_mod_add_proof.grading.reference import reference_submission, single_decide_submission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,11 @@ TASKS = ROOT / "lean_mod_add_proof" / "tasks"
 def audited_texts() -> dict[str, str]:
     """Name -> text of every Lean text the package ships or generates."""
     texts = {
+        # The one file, and the two judge texts made from it (judge_source.py).
         "Judge.lean": JUDGE_SOURCE_PATH.read_text(encoding="utf-8"),
+        "Judge.lean (olean text)": judge_text("olean"),
+        "Judge.lean (export text)": judge_text("export"),
+        "Challenge.lean (p=5)": challenge_lean(5),
         "Network.lean": NETWORK_LEAN_PATH.read_text(encoding="utf-8"),
         "SelfTestWeights.lean": selftest.SELFTEST_WEIGHTS_PATH.read_text(encoding="utf-8"),
         # The Weights.lean template, as rendered for the smallest and the largest task.

@@ -72,11 +72,16 @@ def test_toolchain_is_the_pinned_one() -> None:
     assert _FOUND.lean.is_file() and (_FOUND.dir / "lib" / "lean" / "Init.olean").is_file()
 
 
-async def test_the_selftest_passes(config: GraderConfig) -> None:
+@pytest.mark.parametrize("route", ["replay (export)", "replay (olean)", "comparator"])
+async def test_the_selftest_passes(config: GraderConfig, route: str) -> None:
+    # Each route on its own: the export boundary is the goal; the olean replay and the
+    # comparator are what grades where it is missing.
+    from lean_mod_add_proof.grading.pipeline import ROUTES
     from lean_mod_add_proof.grading.selftest import run_selftest
 
     assert isinstance(_FOUND, Toolchain)
-    report = await run_selftest(_FOUND, config, NETWORK_LEAN_PATH.read_text(encoding="utf-8"))
+    chosen = next(r for r in ROUTES["auto"] if r.label == route)
+    report = await run_selftest(_FOUND, config, NETWORK_LEAN_PATH.read_text(encoding="utf-8"), chosen)
     assert report.passed, [(c.name, c.got) for c in report.canaries if not c.passed]
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import marker, processes_with, run_double, submission, wait_gone, work_dirs
+from helpers import build_output, marker, processes_with, run_double, submission, wait_gone, work_dirs
 
 from lean_mod_add_proof.grading import pipeline, workdirs
 
@@ -104,7 +104,7 @@ async def test_work_directory_removed_or_kept(tmp_path: Path) -> None:
 
 async def test_unsandboxed_temp_files_stay_in_the_grade(tmp_path: Path) -> None:
     res = await run_double(submission("build env"), tmp_path, keep_packages=True)
-    tmpdir = next(line for line in res.commands[-2].output_tail.splitlines() if line.startswith("TMPDIR="))
+    tmpdir = next(line for line in build_output(res).splitlines() if line.startswith("TMPDIR="))
     assert tmpdir == f"TMPDIR={Path(res.package_dir or '') / 'tmp'}"
 
 

@@ -13,7 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, marker, needs_bwrap, run_double, submission, wait_gone, weights_text
+from helpers import (
+    DOUBLE_DIR,
+    build_output,
+    marker,
+    needs_bwrap,
+    run_double,
+    submission,
+    wait_gone,
+    weights_text,
+)
 
 
 @needs_bwrap
@@ -84,7 +93,7 @@ async def test_sandbox_has_no_network(tmp_path: Path) -> None:
 async def test_sandbox_makes_trusted_sources_read_only(tmp_path: Path) -> None:
     res = await run_double(submission("build tamper source"), tmp_path, sandbox="on", keep_packages=True)
     assert res.sandboxed
-    assert "could not tamper with Weights.lean" in res.commands[-2].output_tail
+    assert "could not tamper with Weights.lean" in build_output(res)
     assert res.accepted, res.reason
     weights = Path(res.package_dir or "") / "package/LeanCheckedNetwork/Weights.lean"
     assert weights.read_text() == weights_text()
@@ -95,7 +104,7 @@ async def test_sandbox_blocks_swapping_the_source_directory(tmp_path: Path) -> N
     # The source directory is a read-only mount point: it cannot be moved aside and recreated.
     # (Without the sandbox the same trick is caught by the re-hash: test_pipeline_stages.)
     res = await run_double(submission("build tamper swapdir"), tmp_path, sandbox="on")
-    assert "could not move the source directory" in res.commands[-2].output_tail
+    assert "could not move the source directory" in build_output(res)
     assert res.accepted, res.reason
 
 
@@ -130,7 +139,7 @@ async def test_sandbox_tmp_is_the_grades_own_and_counts_against_the_disk_cap(tmp
     )
     assert res.accepted, res.reason
     assert (Path(res.package_dir or "") / "tmp" / "inside.txt").is_file()
-    assert "TMPDIR=/tmp" in res.commands[-2].output_tail
+    assert "TMPDIR=/tmp" in build_output(res)
 
 
 @needs_bwrap
@@ -150,7 +159,7 @@ async def test_environment_is_fully_specified(tmp_path: Path, mode: str) -> None
     finally:
         del os.environ["LMAP_SECRET_TEST_KEY"]
     assert res.accepted, res.reason
-    out = res.commands[-2].output_tail
+    out = build_output(res)
     assert "LEAN_NUM_THREADS=1" in out and "sk-should-not-leak" not in out
     assert "PATH=" + str(DOUBLE_DIR / "bin") in out
     assert f"LEAN_PATH={DOUBLE_DIR / 'lib' / 'lean'}:" in out

@@ -34,17 +34,26 @@ async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
     assert res.accepted and res.reward == 1.0 and res.judged, res.reason
     assert stages == ["guard", "toolchain", "build", "leanchecker", "statement", "axioms"]
     # first grade: the judge's trusted build (lean -c, leanc) and start-up check, the prebuild
-    # (2 trusted modules), the submission, then the compiled judge
-    assert [c.stage for c in res.commands] == ["toolchain"] * 3 + ["build", "build", "build", "leanchecker"]
+    # (2 trusted modules), the submission, its export, then the compiled judge
+    stages_run = ["toolchain"] * 3 + ["build"] * 4 + ["leanchecker"]
+    assert [c.stage for c in res.commands] == stages_run
     to_c, link, smoke = res.commands[:3]
     assert Path(to_c.argv[0]).name == "lean" and to_c.argv[1:] == ["-j", "1", "-c", "Judge.c", "Judge.lean"]
     assert Path(link.argv[0]).name == "leanc" and link.argv[-3:] == ["-o", "judge", "Judge.c"]
     assert Path(smoke.argv[0]).name == "judge" and smoke.argv[1:] == []
-    build, judge = res.commands[5], res.commands[6]
+    build, export, judge = res.commands[5], res.commands[6], res.commands[7]
     assert Path(build.argv[0]).name == "lean" and "-Ddebug.skipKernelTC=true" in build.argv
     assert build.argv[1:3] == ["-j", "1"] and build.argv[-1] == "LeanCheckedNetwork/Submission.lean"
-    assert Path(judge.argv[0]).name == "judge" and judge.argv[1] == "--olean" and "--run" not in judge.argv
+    assert Path(export.argv[0]).name == "leanexport"
+    assert export.argv[1:] == ["LeanCheckedNetwork.Submission", "--", theorem_name(grade_task().p)]
+    assert Path(judge.argv[0]).name == "judge" and judge.argv[1:3] == [
+        "--export",
+        "submission/Submission.ndjson",
+    ]
+    assert "--run" not in judge.argv and not any("olean" in a for a in judge.argv)
+    assert res.judge == "replay" and res.verdict_from == "export"
     assert res.judge_mode == "native" and res.judge_note == ""
+    assert "verdict from the export" in res.reason
     assert res.axioms == ["propext"] and res.check_axioms == ["propext"]
     assert res.cache == "built" and res.failed_stage is None
     assert all(res.stage_flags()[k] == 1.0 for k in ("guard_passed", "build_passed", "axioms_passed"))
@@ -54,13 +63,26 @@ async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
     json.dumps(res.model_dump(mode="json"))  # goes onto the trace as is
 
 
-async def test_a_cached_grade_runs_two_lean_processes(tmp_path: Path) -> None:
+async def test_a_cached_grade_runs_three_lean_processes(tmp_path: Path) -> None:
     await run_double(submission(), tmp_path)
     res = await run_double(submission(), tmp_path)
     assert res.cache == "hit" and res.accepted and res.judge_mode == "native"
-    assert [c.stage for c in res.commands] == ["build", "leanchecker"]
-    # the build is `lean`; the judge is the compiled executable, so nothing elaborates Judge.lean
-    assert Path(res.commands[0].argv[0]).name == "lean" and Path(res.commands[1].argv[0]).name == "judge"
+    assert [c.stage for c in res.commands] == ["build", "build", "leanchecker"]
+    # the build is `lean`, then `leanexport`; the judge is the compiled executable, so nothing
+    # elaborates Judge.lean
+    assert [Path(c.argv[0]).name for c in res.commands] == ["lean", "leanexport", "judge"]
+
+
+async def test_without_leanexport_the_olean_route_grades_and_says_so(tmp_path: Path) -> None:
+    toolchain = copy_double(tmp_path / "tc")
+    (toolchain / "double-no-leanexport").write_text("")
+    res = await run_double(submission(), tmp_path, toolchain_dir=toolchain)
+    assert res.accepted and res.judge == "replay" and res.verdict_from == "olean", res.reason
+    assert res.judge_note.startswith("warning: verdicts come from the build's olean")
+    assert "has no leanexport" in res.judge_note
+    assert [Path(c.argv[0]).name for c in res.commands[-2:]] == ["lean", "judge"]
+    assert res.commands[-1].argv[1:3] == ["--olean", "submission/Submission.olean"]
+    assert "verdict from the olean" in res.reason
 
 
 async def test_native_judge_off_runs_lean_run_with_one_thread(tmp_path: Path) -> None:
@@ -68,7 +90,8 @@ async def test_native_judge_off_runs_lean_run_with_one_thread(tmp_path: Path) ->
     assert res.accepted and res.judge_mode == "interpreted" and res.judge_note == ""
     judge = res.commands[-1]
     assert Path(judge.argv[0]).name == "lean" and judge.argv[1:5] == ["-j", "2", "--run", "Judge.lean"]
-    assert all(c.argv[1:3] == ["-j", "2"] for c in res.commands)
+    # every `lean`; `leanexport` is a compiled program, which reads LEAN_NUM_THREADS instead
+    assert all(c.argv[1:3] == ["-j", "2"] for c in res.commands if Path(c.argv[0]).name == "lean")
 
 
 async def test_a_judge_that_does_not_link_falls_back_to_lean_run(tmp_path: Path) -> None:
@@ -117,6 +140,13 @@ async def test_judge_verdicts_map_to_stages(tmp_path: Path, directive: str, stag
 async def test_a_missing_theorem_is_a_statement_failure(tmp_path: Path) -> None:
     text = submission().replace("theorem LeanCheckedNetwork.Net.adds_mod_5 ", "theorem other_name ")
     res = await run_double(text, tmp_path)
+    # The exporter is asked for the theorem and panics when it is absent (lean4
+    # src/LeanExport/Basic.lean `dumpConstant`), aborting under LEAN_ABORT_ON_PANIC: a verdict.
+    assert res.judged and res.failed_stage == "build"
+    assert "leanexport" in res.reason and "LeanCheckedNetwork.Net.adds_mod_5 not found" in res.reason
+    toolchain = copy_double(tmp_path / "tc")
+    (toolchain / "double-no-leanexport").write_text("")
+    res = await run_double(text, tmp_path, toolchain_dir=toolchain)  # the olean route
     assert res.failed_stage == "statement" and "declares no LeanCheckedNetwork.Net.adds_mod_5" in res.reason
 
 

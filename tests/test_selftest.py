@@ -15,7 +15,7 @@ from helpers import DOUBLE_DIR, double_config, grade_task, submission
 from lean_mod_add_proof.dataset.network import verify
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
 from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
-from lean_mod_add_proof.grading import selftest, toolchain
+from lean_mod_add_proof.grading import pipeline, selftest, toolchain
 from lean_mod_add_proof.grading.grader import grade
 
 NETWORK = NETWORK_LEAN_PATH.read_text(encoding="utf-8")
@@ -55,6 +55,8 @@ def _liar(tmp_path: Path) -> Path:
     (tc / "lib" / "lean").mkdir(parents=True)
     (tc / "bin" / "lean").write_text(YES_LEAN)
     (tc / "bin" / "lean").chmod(0o755)
+    (tc / "bin" / "leanexport").write_text('#!/bin/sh\necho "{}"\n')  # exports "something"
+    (tc / "bin" / "leanexport").chmod(0o755)
     return tc
 
 
@@ -70,22 +72,43 @@ def test_the_selftest_weights_are_a_correct_network() -> None:
     assert body == rendered[rendered.index("namespace LeanCheckedNetwork.Net") :]
 
 
-async def test_the_double_passes_every_canary(tmp_path: Path) -> None:
-    report = await selftest.run_selftest(_double(), double_config(tmp_path), NETWORK)
+@pytest.mark.parametrize("route", pipeline.ROUTES["auto"], ids=lambda r: r.label)
+async def test_the_double_passes_every_canary(tmp_path: Path, route: pipeline.Route) -> None:
+    report = await selftest.run_selftest(_double(), double_config(tmp_path), NETWORK, route)
     assert report.passed, report.reason
-    assert [c.name for c in report.canaries] == [c.name for c in selftest.CANARIES]
+    assert [c.name for c in report.canaries] == [c.name for c in selftest.canaries_for(route)]
     assert all(c.passed for c in report.canaries)
     assert not list((tmp_path / "work").glob("lean-mod-add-proof-selftest-*"))
 
 
-async def test_a_yes_toolchain_fails_the_selftest(tmp_path: Path) -> None:
+def test_each_route_has_its_canaries() -> None:
+    export = {c.name for c in selftest.canaries_for(pipeline.EXPORT_ROUTE)}
+    olean = {c.name for c in selftest.canaries_for(pipeline.OLEAN_ROUTE)}
+    compared = {c.name for c in selftest.canaries_for(pipeline.COMPARATOR_ROUTE)}
+    crafted = {"an export missing a dependency", "a malformed export", "an export that redefines Spec"}
+    assert crafted <= export and not crafted & (olean | compared)
+    assert "reference proof" in export & olean & compared
+    # an unused import trusts nothing with the export, so only the olean judge refuses it
+    imported = "an import of a module the build made"
+    assert (
+        next(c for c in selftest.canaries_for(pipeline.EXPORT_ROUTE) if c.name == imported).expect_stage
+        is None
+    )
+    assert next(c for c in selftest.canaries_for(pipeline.OLEAN_ROUTE) if c.name == imported).expect_stage
+
+
+@pytest.mark.parametrize("route", [pipeline.EXPORT_ROUTE, pipeline.OLEAN_ROUTE], ids=lambda r: r.label)
+async def test_a_yes_toolchain_fails_the_selftest(tmp_path: Path, route: pipeline.Route) -> None:
     found = toolchain.locate_toolchain(_liar(tmp_path))
     assert isinstance(found, toolchain.Toolchain)
-    report = await selftest.run_selftest(found, double_config(tmp_path, toolchain_dir=found.dir), NETWORK)
+    config = double_config(tmp_path, toolchain_dir=found.dir)
+    report = await selftest.run_selftest(found, config, NETWORK, route)
     assert not report.passed
-    assert report.reason == f"toolchain self-test failed: a sorry proof was {report.canaries[1].got}"
+    assert report.reason == (
+        f"toolchain self-test failed ({route.label}): a sorry proof was {report.canaries[1].got}"
+    )
     # It accepts what should be accepted, and fails every canary that must be rejected.
-    for canary, outcome in zip(selftest.CANARIES, report.canaries, strict=True):
+    for canary, outcome in zip(selftest.canaries_for(route), report.canaries, strict=True):
         assert outcome.passed is (canary.expect_stage is None), outcome
 
 
@@ -95,8 +118,10 @@ async def test_a_yes_toolchain_makes_every_grade_could_not_judge(tmp_path: Path)
         res = await grade(text, grade_task(), config)
         assert not res.accepted and not res.judged and res.reward == 0.0
         assert res.reason.startswith(
-            "could not judge: toolchain self-test failed: a sorry proof was accepted"
+            "could not judge: replay (export): toolchain self-test failed (replay (export)): "
+            "a sorry proof was accepted"
         )
+        assert "replay (olean): toolchain self-test failed" in res.reason and "comparator: " in res.reason
 
 
 async def test_grades_wait_for_one_selftest_and_it_is_remembered(tmp_path: Path) -> None:
@@ -132,16 +157,19 @@ async def test_a_failure_is_not_remembered_on_disk(tmp_path: Path) -> None:
 def test_the_key_changes_with_what_a_pass_depends_on(tmp_path: Path) -> None:
     tc = _double()
     path = "native:ab;sandboxed=True"
-    base = selftest.selftest_key(tc, double_config(tmp_path), path)
+    route = pipeline.EXPORT_ROUTE
+    base = selftest.selftest_key(tc, double_config(tmp_path), route, path)
     elsewhere = double_config(tmp_path, work_root=tmp_path / "elsewhere")
-    assert base == selftest.selftest_key(tc, elsewhere, path)
-    assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048), path)
+    assert base == selftest.selftest_key(tc, elsewhere, route, path)
+    assert base != selftest.selftest_key(tc, double_config(tmp_path, memory_mb=2048), route, path)
     # a pass with one judge says nothing of another: another executable, or `lean --run`
-    assert base != selftest.selftest_key(tc, double_config(tmp_path), "native:cd;sandboxed=True")
-    assert base != selftest.selftest_key(tc, double_config(tmp_path), "interpreted;sandboxed=True")
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), route, "native:cd;sandboxed=True")
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), route, "interpreted;sandboxed=True")
+    # nor a pass by one route of another
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), pipeline.OLEAN_ROUTE, path)
     # the sandbox counts as used or not, not as set: `auto` with working bwrap is `on`
-    assert base == selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"), path)
-    assert base != selftest.selftest_key(tc, double_config(tmp_path), "native:ab;sandboxed=False")
+    assert base == selftest.selftest_key(tc, double_config(tmp_path, sandbox="auto"), route, path)
+    assert base != selftest.selftest_key(tc, double_config(tmp_path), route, "native:ab;sandboxed=False")
 
 
 def test_judging_a_canary(tmp_path: Path) -> None:

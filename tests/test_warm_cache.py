@@ -94,8 +94,9 @@ async def test_a_first_grade_after_warming_runs_no_canary_and_only_its_own_proce
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a box made from a warmed image does: its first grade finds the compiled judge, the
-    task's cache entry and the remembered self-test pass, so it runs the build and the judge and
-    nothing else (the pass is bound to toolchain, grader version, judge and settings)."""
+    task's cache entry and the remembered self-test pass, so it runs the build, the export and the
+    judge and
+    nothing else (the pass is bound to toolchain, grader version, route, judge and settings)."""
     task = grade_task(p=5)
     config = GraderConfig(
         toolchain_dir=DOUBLE_DIR, sandbox="off", cache_dir=tmp_path / "cache", work_root=tmp_path / "work"
@@ -116,7 +117,8 @@ async def test_a_first_grade_after_warming_runs_no_canary_and_only_its_own_proce
     res = await grader.grade(submission(), task, config)
     assert res.accepted and res.cache == "hit" and res.judge_mode == "native", res.reason
     assert canaries == []
-    assert [c.stage for c in res.commands] == ["toolchain", "build", "leanchecker"]
+    assert [c.stage for c in res.commands] == ["toolchain", "build", "build", "leanchecker"]
+    assert [Path(c.argv[0]).name for c in res.commands[1:]] == ["lean", "leanexport", "judge"]
     assert Path(res.commands[0].argv[0]).name == "judge" and res.commands[0].argv[1:] == []  # start-up check
 
 

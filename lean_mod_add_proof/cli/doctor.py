@@ -212,11 +212,18 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         judge_mode = ready.judge_mode or judge_mode
         if not ready.judged:
             detail = ready.reason
+        elif ready.judge == "comparator":
+            detail = "comparator: the toolchain's `lake comparator` decides"
         elif judge_mode == "native":
             detail = "native: compiled once for this toolchain (lean -c + leanc), verified before each use"
         else:
             why = ready.judge_note or "native_judge is off"
             detail = f"interpreted: `lean --run Judge.lean` on every grade ({why})"
+        if ready.judged and ready.judge == "replay":
+            detail = f"replay from the {ready.verdict_from}; {detail}"
+            if ready.verdict_from == "olean":
+                detail += f"; {ready.judge_note}"
+        detail += " (before the self-test: `doctor --selftest` shows the route that grades)"
         checks.append(
             Check(
                 "judge",
@@ -321,17 +328,32 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
     """Run the canaries now (nothing remembered is reused). Exit 0 passed, 1 a canary got the
     wrong verdict, 3 no toolchain (nothing was run)."""
     from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
-    from lean_mod_add_proof.grading import toolchain
+    from lean_mod_add_proof.grading import pipeline, toolchain
     from lean_mod_add_proof.grading.selftest import run_selftest
 
     found = toolchain.locate_toolchain(config.toolchain_dir)
     if not isinstance(found, toolchain.Toolchain):
         return EXIT_NOT_JUDGED, {"passed": False, "reason": f"no toolchain: {found.reason}", "canaries": []}
     network = NETWORK_LEAN_PATH.read_text(encoding="utf-8")
-    report = asyncio.run(run_selftest(found, config, network))
-    return (EXIT_OK if report.passed else EXIT_PROBLEM), {
+    # The routes of the `judge` setting in the order grading tries them; the first that passes
+    # is the one that grades.
+    canaries: list[dict[str, object]] = []
+    reasons: list[str] = []
+    route_used = None
+    for route in pipeline.ROUTES[config.judge]:
+        report = asyncio.run(run_selftest(found, config, network, route))
+        for c in report.model_dump(mode="json")["canaries"]:
+            canaries.append({**c, "name": f"[{route.label}] {c['name']}"})
+        if report.passed:
+            route_used = route.label
+            break
+        reasons.append(report.reason)
+    return (EXIT_OK if route_used else EXIT_PROBLEM), {
         "toolchain": found.version,
-        **report.model_dump(mode="json"),
+        "passed": route_used is not None,
+        "route": route_used,
+        "reason": "" if route_used else "; ".join(reasons),
+        "canaries": canaries,
     }
 
 
@@ -350,7 +372,9 @@ def _print_selftest(report: dict[str, object]) -> None:
             table.add_row(c["name"], c["expected"], c["got"], mark, f"{c['seconds']:.1f}")
         console.print(table)
     if report["passed"]:
-        console.print("[bold green]Self-test passed:[/] this toolchain's verdicts count.")
+        console.print(
+            f"[bold green]Self-test passed:[/] this toolchain's verdicts count ({report.get('route')})."
+        )
     elif not canaries:
         console.print("[bold yellow]Self-test not run:[/] ", end="")
         console.print(report["reason"], markup=False, highlight=False)

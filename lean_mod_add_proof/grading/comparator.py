@@ -1,10 +1,10 @@
 """A second, independent judge: the toolchain's own `lake comparator` (`lake challenge` before
 its rename), run on a package the grader writes.
 
-Status: built and tested against the toolchain double (tests/test_comparator.py), but not yet
-reachable from any setting or grade. Wiring it in (a `judge` setting, its own self-test
-canaries, and an audit of the generated Challenge.lean) is the rest of issue 17's item 3; until
-then nothing here decides a reward.
+Status: the `comparator` route of the `judge` setting (pipeline.py `ROUTES`): it grades with
+`--judge comparator`, and under `auto` where neither replay route passes its self-test. Its own
+canaries (selftest.py, the comparator route) must pass before its verdicts count. The generated
+Challenge.lean is audited (docs/lean-audit.md).
 
 What the sources say (leanprover/lean4 unless named; "stored" = the copy read, not pinned to rc2):
 - `src/lake/Lake/CLI/Check.lean` (stored 0243d9f4): `runChallenge` reads a JSON `Config`

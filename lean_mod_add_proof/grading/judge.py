@@ -1,13 +1,15 @@
 """The trusted judge's command line and the one JSON line it prints (pure).
 
 `Judge.lean` (next to this module) runs once per grade after the build, in a fresh directory that
-holds only itself, byte-verified Network/Weights outputs under `lib/` and the submission's olean
-under `submission/`. It reads the submission's module data without importing it, checks its
-imports, replays its constants through the kernel, kernel-checks `theorem <check> : Spec :=
-<theorem>`, and walks the axioms itself. Its protocol:
+holds only itself, byte-verified Network/Weights outputs under `lib/` and, under `submission/`,
+the submission's NDJSON export (`leanexport`'s text: nothing the build wrote is mapped) or, where
+the toolchain has no working export, its olean (read without importing it, imports checked).
+It replays the submission's constants through the kernel, kernel-checks `theorem <check> : Spec
+:= <theorem>`, and walks the axioms itself. Its protocol:
 
-- argv: `lean --run Judge.lean --olean submission/Submission.olean --lib lib --toolchain-lib D
-  --theorem T --spec S --check C --allow-import M ... --require-import M`
+- argv: `lean --run Judge.lean --export submission/Submission.ndjson` (or `--olean
+  submission/Submission.olean`) `--lib lib --toolchain-lib D --theorem T --spec S --check C
+  --allow-import M ... --require-import M`
 - stdout: a `{"phase":"replay"}` line once its trusted set-up is done, then exactly one JSON
   object line with a `judge` key (in whatever key order `Json.compress`
   writes: the grader does not rely on it), the last line it prints; exit 0 whenever it printed a verdict
@@ -28,7 +30,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lean_mod_add_proof.grading.package import JUDGE_FILE, VERDICT_LIB, verdict_output
+from lean_mod_add_proof.grading.package import EXPORT_EXT, JUDGE_FILE, VERDICT_LIB, verdict_output
+from lean_mod_add_proof.grading.result import VerdictFrom
 
 #: What the judge concluded: `ok` (the caller still applies the axiom allow-list), or the first
 #: check that failed.
@@ -89,11 +92,16 @@ def judge_argv(
     toolchain_dir: Path,
     allowed_imports: Sequence[str],
     required_imports: Sequence[str],
+    verdict_from: VerdictFrom = "olean",
 ) -> list[str]:
     """The judge's command line, run from inside the verdict directory (pure). `program` is the
-    compiled executable, or `interpreted_judge(...)`; the arguments are the same."""
-    olean = verdict_output(submission_module, "olean")
-    argv = [*program, "--olean", olean, "--lib", VERDICT_LIB]
+    compiled executable, or `interpreted_judge(...)`; the arguments are the same. The judge reads
+    the submission's export (`--export`) or its olean (`--olean`), never both."""
+    if verdict_from == "export":
+        source = ["--export", verdict_output(submission_module, EXPORT_EXT)]
+    else:
+        source = ["--olean", verdict_output(submission_module, "olean")]
+    argv = [*program, *source, "--lib", VERDICT_LIB]
     argv += ["--toolchain-lib", str(toolchain_dir / "lib" / "lean")]
     argv += ["--theorem", theorem, "--spec", spec, "--check", check]
     for module in allowed_imports:

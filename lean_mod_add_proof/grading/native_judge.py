@@ -38,9 +38,10 @@ from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading.hashing import sha256_file
-from lean_mod_add_proof.grading.package import JUDGE_FILE, JUDGE_SOURCE_PATH
+from lean_mod_add_proof.grading.judge_source import judge_text
+from lean_mod_add_proof.grading.package import JUDGE_FILE
 from lean_mod_add_proof.grading.process import CommandOutcome, HostFault
-from lean_mod_add_proof.grading.result import CommandRecord
+from lean_mod_add_proof.grading.result import CommandRecord, VerdictFrom
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 #: Bump when the build commands change: old executables stop matching.
@@ -147,11 +148,12 @@ def forget(judge: NativeJudge | None = None) -> None:
 
 
 async def ensure_native_judge(
-    toolchain: Toolchain, cache_root: Path, threads: int, run: RunTrusted
+    toolchain: Toolchain, cache_root: Path, threads: int, run: RunTrusted, verdict_from: VerdictFrom
 ) -> NativeJudge | NoNativeJudge:
-    """The verified executable for this toolchain, building it on first use; else why not.
-    Remembered for the life of the process (a failure too: the next process tries again)."""
-    source = JUDGE_SOURCE_PATH.read_bytes()
+    """The verified executable for this toolchain and judge text (the export judge or the olean
+    judge, judge_source.py), building it on first use; else why not. Remembered for the life of
+    the process (a failure too: the next process tries again)."""
+    source = judge_text(verdict_from).encode("utf-8")
     key = (str(cache_root), build_key(toolchain, source))
     if (known := _memo.get(key)) is not None:
         return known

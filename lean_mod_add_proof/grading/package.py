@@ -48,7 +48,11 @@ LIB_DIR = ".lake/build/lib/lean"
 VERDICT_LIB = "lib"
 VERDICT_SUBMISSION = "submission"
 JUDGE_FILE = "Judge.lean"
-JUDGE_SOURCE_PATH = Path(__file__).resolve().parent / JUDGE_FILE
+#: The submission's NDJSON export (`leanexport`'s stdout), in the grade directory outside the
+#: package (the grader creates it and hands the exporter only the open file), and its extension
+#: in the verdict directory.
+EXPORT_FILE = "export.ndjson"
+EXPORT_EXT = "ndjson"
 #: Largest Submission output copied into the verdict directory.
 MAX_SUBMISSION_OUTPUT_BYTES = 256 << 20
 
@@ -238,11 +242,15 @@ def make_verdict_dir(
     manifest: Mapping[str, str],
     build_root: Path,
     submission_module: str,
+    judge_source: bytes,
+    export_file: Path | None = None,
     max_bytes: int = MAX_SUBMISSION_OUTPUT_BYTES,
 ) -> list[str]:
     """Assemble the only files the verdict stage sees: the trusted outputs from `trusted_root`
-    (each checked against the manifest), the submission's outputs from `build_root`, and the
-    judge program, and the judge's fresh /tmp beside it. Returns the relative paths written;
+    (each checked against the manifest), the submission's export (`export_file`) or else its
+    outputs from `build_root`, the judge program `judge_source`, and the judge's fresh /tmp
+    beside it. With an export, no file of the build's package is copied at all: only the text
+    crosses. Returns the relative paths written;
     VerdictDirError says what went wrong. Either directory existing already means the build
     wrote outside its package (only possible unsandboxed): the submission's doing, a verdict."""
     for fresh, mode in ((verdict.parent / JUDGE_TMP, 0o700), (verdict, 0o755)):
@@ -258,6 +266,12 @@ def make_verdict_dir(
             dest_rel = VERDICT_LIB + rel[len(LIB_DIR) :]
             _copy_out(trusted_root, rel, verdict / dest_rel, max_bytes, digest)
             written.append(dest_rel)
+    if export_file is not None:
+        dest_rel = verdict_output(submission_module, EXPORT_EXT)
+        _copy_out(export_file.parent, export_file.name, verdict / dest_rel, max_bytes)
+        written.append(dest_rel)
+        (verdict / JUDGE_FILE).write_bytes(judge_source)
+        return [*written, JUDGE_FILE]
     for ext in FORGED_OUTPUTS:
         if os.path.lexists(build_root / module_output(submission_module, ext)):
             raise VerdictDirError(
@@ -273,6 +287,6 @@ def make_verdict_dir(
                 raise
             continue
         written.append(dest_rel)
-    (verdict / JUDGE_FILE).write_bytes(JUDGE_SOURCE_PATH.read_bytes())
+    (verdict / JUDGE_FILE).write_bytes(judge_source)
     written.append(JUDGE_FILE)
     return written

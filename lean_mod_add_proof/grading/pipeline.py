@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
+from lean_mod_add_proof.grading import comparator as comparatormod
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.axioms import check_axioms
@@ -39,6 +40,7 @@ from lean_mod_add_proof.grading.judge import (
     parse_judge_output,
     replay_started,
 )
+from lean_mod_add_proof.grading.judge_source import judge_text
 from lean_mod_add_proof.grading.lean_names import (
     ALLOWED_IMPORTS,
     CHECK_THEOREM,
@@ -66,7 +68,15 @@ from lean_mod_add_proof.grading.process import (
     oom_kill_count,
     run_command,
 )
-from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, JudgeMode, Stage
+from lean_mod_add_proof.grading.result import (
+    GraderConfig,
+    GradeResult,
+    JudgeChoice,
+    JudgeMode,
+    JudgeName,
+    Stage,
+    VerdictFrom,
+)
 from lean_mod_add_proof.grading.sandbox import (
     bwrap_argv,
     decide_sandbox,
@@ -77,11 +87,40 @@ from lean_mod_add_proof.grading.sandbox import (
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 OnStage = Callable[[str], None]
-#: What must hold before a toolchain's verdicts count, given (toolchain, config, the task's
-#: Network.lean, how verdicts are reached: which judge, and whether the sandbox is in use): None,
-#: or the reason every grade is "could not judge".
+
+
+@dataclass(frozen=True)
+class Route:
+    """How a grade reaches its verdict: which judge, and what the replay judge reads."""
+
+    judge: JudgeName
+    verdict_from: VerdictFrom | None = None
+    """`export` or `olean` for the replay judge; None for the comparator."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.judge} ({self.verdict_from})" if self.verdict_from else self.judge
+
+
+EXPORT_ROUTE = Route("replay", "export")
+OLEAN_ROUTE = Route("replay", "olean")
+COMPARATOR_ROUTE = Route("comparator")
+#: The routes each `judge` setting tries, in order: the first whose self-test passes grades. The
+#: export boundary first (only text crosses into the verdict process), then the olean replay
+#: (the weaker boundary, named on every result), then the toolchain's own comparator.
+ROUTES: dict[JudgeChoice, tuple[Route, ...]] = {
+    "auto": (EXPORT_ROUTE, OLEAN_ROUTE, COMPARATOR_ROUTE),
+    "replay": (EXPORT_ROUTE, OLEAN_ROUTE),
+    "comparator": (COMPARATOR_ROUTE,),
+}
+#: What must hold before a route's verdicts count, given (toolchain, config, the task's
+#: Network.lean, the route, and how its verdicts are reached: which judge program, and whether
+#: the sandbox is in use): None, or the reason that route may not grade.
 #: The grader's entry points (grader.py) pass the self-test; the pipeline knows no more of it.
-ToolchainCheck = Callable[[Toolchain, GraderConfig, str, str], Awaitable[str | None]]
+ToolchainCheck = Callable[[Toolchain, GraderConfig, str, Route, str], Awaitable[str | None]]
+#: A test-only edit of the submission's export before the judge reads it (the self-test's
+#: crafted-export canaries): exported text in, the text the judge gets out.
+ExportEdit = Callable[[str], str]
 #: What a submission may import, as the judge sees it: `Init` is every non-`prelude` file's
 #: implicit import (the guard bans `prelude`), and the judge loads exactly these modules.
 JUDGE_IMPORTS: tuple[str, ...] = ("Init", *ALLOWED_IMPORTS)
@@ -182,18 +221,30 @@ class _Env:
     """The compiled judge, when it built and starts; None: `lean --run Judge.lean`."""
     judge_note: str = ""
     """Why the judge runs interpreted (empty when native, or when native_judge is off)."""
+    route: Route = EXPORT_ROUTE
+    comparator: comparatormod.ComparatorProbe | None = None
+    """The comparator's probe, once the comparator route was considered."""
 
     @property
     def judge_mode(self) -> JudgeMode:
         return "native" if self.judge is not None else "interpreted"
 
     @property
+    def leanexport(self) -> Path:
+        return self.toolchain.dir / "bin" / "leanexport"
+
+    @property
     def verdict_path(self) -> str:
-        """How verdicts are reached, for a remembered self-test pass: the judge (the executable's
-        hash, or `lean --run`) and whether bubblewrap is in use (in effect, not the setting: a
-        pass under `sandbox=auto` with working bwrap holds for `sandbox=on`)."""
-        judge = f"native:{self.judge.sha256}" if self.judge is not None else "interpreted"
-        return f"{judge};sandboxed={self.sandboxed}"
+        """How verdicts are reached, for a remembered self-test pass: the route, the judge (the
+        executable's hash, `lean --run`, or the comparator's Lake) and whether bubblewrap is in
+        use (in effect, not the setting: a pass under `sandbox=auto` with working bwrap holds for
+        `sandbox=on`)."""
+        if self.route.judge == "comparator":
+            probe = self.comparator
+            judge = f"lake:{probe.lake}:{probe.subcommand}" if probe is not None else "lake:?"
+        else:
+            judge = f"native:{self.judge.sha256}" if self.judge is not None else "interpreted"
+        return f"{self.route.label};{judge};sandboxed={self.sandboxed}"
 
     def limits(
         self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
@@ -229,6 +280,7 @@ class _Env:
         memory_floor_mb: int = 0,
         memory_extra_mb: int = 0,
         extra_env: Mapping[str, str] | None = None,
+        stdout_fd: int | None = None,
     ) -> CommandOutcome:
         """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
         binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
@@ -278,6 +330,7 @@ class _Env:
                 sandboxed=self.sandboxed,
                 record_argv=argv,
                 scope=workdirs.work_scope(self.config.work_root),
+                stdout_fd=stdout_fd,
             )
         except HostFault as fault:
             if fault.sandbox:
@@ -397,10 +450,52 @@ class _Grade:
         self.result.sandboxed = use
         return _Env(found, self.config, use, probe.bwrap if probe else None, prlimit)
 
+    async def choose_route(
+        self, env: _Env, toolchain_check: ToolchainCheck | None, forced: Route | None
+    ) -> None:
+        """Set `env.route`: the first route of the `judge` setting that is available here and
+        passes `toolchain_check` (the self-test), or `forced` (the self-test's own canaries).
+        None passing is "could not judge", with each route's reason. Grading from the olean
+        puts a one-line warning naming the weaker boundary on every result."""
+        skipped: list[str] = []
+        for route in (forced,) if forced is not None else ROUTES[self.config.judge]:
+            env.route = route
+            if (why := await self.prepare_route(env)) is None and toolchain_check is not None:
+                why = await toolchain_check(
+                    env.toolchain, self.config, self.task.network_lean, route, env.verdict_path
+                )
+            if why is not None:  # each route's reason short enough that all of them show
+                skipped.append(f"{route.label}: {one_line(why, 170)}")
+                continue
+            self.result.judge = route.judge
+            self.result.verdict_from = route.verdict_from
+            if route == OLEAN_ROUTE:
+                weaker = (
+                    "warning: verdicts come from the build's olean, mapped into the judge (the "
+                    "weaker boundary), because the export judge is unavailable"
+                )
+                notes = [weaker + (f" ({skipped[0]})" if skipped else ""), self.result.judge_note]
+                self.result.judge_note = one_line("; ".join(n for n in notes if n), 2 * _REASON_MAX)
+            return
+        raise _not_judged("toolchain", "; ".join(skipped))
+
+    async def prepare_route(self, env: _Env) -> str | None:
+        """Get the route's judge ready; None, or why the route cannot grade here (never a
+        verdict: no submission is involved)."""
+        route = env.route
+        if route.judge == "comparator":
+            env.comparator = await asyncio.to_thread(comparatormod.probe_comparator, env.toolchain.dir)
+            return None if env.comparator.available else env.comparator.reason
+        if route.verdict_from == "export" and not os.access(env.leanexport, os.X_OK):
+            return f"the toolchain has no {env.leanexport.name} ({env.leanexport})"
+        env.judge, env.judge_note = None, ""
+        await self.prepare_judge(env)
+        return None
+
     async def prepare_judge(self, env: _Env) -> None:
-        """The compiled judge for this toolchain (built once, verified once per process), else
-        the reason grading uses `lean --run Judge.lean`. Never a verdict: no submission is
-        involved, and an interpreted judge grades just as well."""
+        """The compiled judge for this toolchain and route (built once, verified once per
+        process), else the reason grading uses `lean --run Judge.lean`. Never a verdict: no
+        submission is involved, and an interpreted judge grades just as well."""
         if not self.config.native_judge:
             self.result.judge_mode = env.judge_mode
             return
@@ -427,7 +522,10 @@ class _Grade:
             finally:
                 workdirs.remove_tree(scratch)
 
-        found = await ensure_native_judge(env.toolchain, cache_root, self.config.threads, run_trusted)
+        verdict_from = env.route.verdict_from or "olean"
+        found = await ensure_native_judge(
+            env.toolchain, cache_root, self.config.threads, run_trusted, verdict_from
+        )
         self.result.commands.extend(found.records)  # only on the grade that built or first checked it
         if isinstance(found, NoNativeJudge):
             env.judge_note = found.reason
@@ -540,6 +638,57 @@ class _Grade:
         errors = error_messages(out.text)
         self.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
         what = f"lean {pkgmod.SUBMISSION_PATH}"
+        failure = await self.untrusted_failure(env, what, out, ooms)
+        if failure is None and errors:  # exit 0 is not enough: the olean may be missing parts
+            failure = f"build reported an error: {one_line(errors[0])}"
+        await self.raise_build_failure(failure, out)
+        changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
+        if changed:
+            raise _Failed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
+
+    async def export(self, env: _Env, deadline: float, edit: ExportEdit | None) -> Path:
+        """`leanexport Submission -- <theorem>` in the build's sandbox (the theorem and what it
+        depends on, as `lake comparator` exports: lean4 src/lake/Lake/CLI/Check.lean
+        `safeExport`), its stdout into a file the grader created and hands it open, the package
+        read-only. It reads the build's olean, so it is the submission's doing like the build:
+        its failures and caps are verdicts. Returns the export's path (outside the package)."""
+        assert self.grade_dir is not None
+        path = self.grade_dir / pkgmod.EXPORT_FILE
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = await asyncio.to_thread(os.open, path, flags, 0o600)
+        argv = [str(env.leanexport), SUBMISSION_MODULE, "--", theorem_name(self.task.p)]
+        ooms = oom_kill_count()
+        try:
+            out = self.record(
+                await env.run(
+                    "build",
+                    argv,
+                    self.pkg,
+                    deadline,
+                    search_path=[self.pkg / pkgmod.LIB_DIR],
+                    grade_dir=self.grade_dir,
+                    writable=False,
+                    # A panic aborts, as `lake comparator` exports; LEAN_SYSROOT spares the
+                    # exporter's `findSysroot` a `lean --print-prefix` child (lean4
+                    # src/Lean/Util/Path.lean: "LEAN_SYSROOT ... takes precedence").
+                    extra_env={"LEAN_ABORT_ON_PANIC": "1", "LEAN_SYSROOT": str(env.toolchain.dir)},
+                    stdout_fd=fd,
+                )
+            )
+        finally:
+            os.close(fd)
+        failure = await self.untrusted_failure(env, f"leanexport {SUBMISSION_MODULE}", out, ooms)
+        await self.raise_build_failure(failure, out)
+        if edit is not None:  # the self-test's crafted exports only
+            text = await asyncio.to_thread(path.read_text, encoding="utf-8")
+            await asyncio.to_thread(path.write_text, edit(text), encoding="utf-8")
+        return path
+
+    async def untrusted_failure(
+        self, env: _Env, what: str, out: CommandOutcome, ooms: int | None
+    ) -> str | None:
+        """Why a command that ran the submission's code (the build, the export) failed, or None;
+        raises for a SIGKILL the grader did not send (the host's, or the submission's own)."""
         if out.record.signal == signal.SIGKILL and not out.timed_out and not out.limit_exceeded:
             # The grader's own kills are its deadline and its caps (cancellation propagates): this
             # SIGKILL came from outside. A tree seen over its memory cap makes it the submission's
@@ -559,20 +708,20 @@ class _Grade:
             raise _Failed(
                 "build", f"{what} was killed by a SIGKILL that neither the grader nor the OOM killer sent"
             )
-        failure = command_failure(what, out, self.config.timeout_s)
-        if failure is None and errors:  # exit 0 is not enough: the olean may be missing parts
-            failure = f"build reported an error: {one_line(errors[0])}"
+        return command_failure(what, out, self.config.timeout_s)
+
+    async def raise_build_failure(self, failure: str | None, out: CommandOutcome) -> None:
+        """A failed build step is the submission's, unless the grade's disk is full."""
         if failure is not None:
             if not out.timed_out and not out.limit_exceeded:
                 assert self.grade_dir is not None
                 if (full := await asyncio.to_thread(workdirs.disk_full, self.grade_dir)) is not None:
                     raise _not_judged("build", f"{full}; {failure}")
             raise _Failed("build", failure)
-        changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
-        if changed:
-            raise _Failed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
 
-    async def assemble_verdict_dir(self, manifest: dict[str, str], trusted_root: Path) -> None:
+    async def assemble_verdict_dir(
+        self, env: _Env, manifest: dict[str, str], trusted_root: Path, export: Path | None
+    ) -> None:
         try:
             await workdirs.run_in_thread(
                 pkgmod.make_verdict_dir,
@@ -581,6 +730,8 @@ class _Grade:
                 manifest,
                 self.pkg,
                 SUBMISSION_MODULE,
+                judge_text(env.route.verdict_from or "olean").encode("utf-8"),
+                export,
             )
         except pkgmod.VerdictDirError as exc:
             raise _Failed("build", f"the build's output cannot be judged: {exc}") from None
@@ -615,6 +766,7 @@ class _Grade:
             toolchain_dir=env.toolchain.dir,
             allowed_imports=JUDGE_IMPORTS,
             required_imports=(REQUIRED_IMPORT,),
+            verdict_from=env.route.verdict_from or "olean",
         )
         out = self.record(
             await env.run(
@@ -673,20 +825,59 @@ class _Grade:
             if (why := check_axioms(found, self.config.axioms_mode)) is not None:
                 raise _Failed("axioms", f"{name}: {why}")
 
-    async def check_toolchain(self, env: _Env, check: ToolchainCheck) -> None:
-        """The toolchain must pass `check` before its verdicts count."""
-        failure = await check(env.toolchain, self.config, self.task.network_lean, env.verdict_path)
-        if failure is not None:
-            raise _not_judged("toolchain", failure)
+    async def compare(self, env: _Env, submission: str, deadline: float) -> None:
+        """The toolchain's own judge (`lake comparator`) on a package it builds itself: exit 0
+        accepted, 1 rejected once the solution's build began, anything else not judged
+        (comparator.py). Every rejection is reported at the leanchecker stage: its output does
+        not say reliably which of its steps refused."""
+        self.begin("leanchecker")
+        assert self.grade_dir is not None
+        outcome = await comparatormod.run_comparator(
+            submission,
+            p=self.task.p,
+            network_lean=self.task.network_lean,
+            weights_lean=self.task.weights_lean,
+            toolchain_dir=env.toolchain.dir,
+            work_dir=self.grade_dir,
+            deadline=deadline,
+            limits=env.limits(self.grade_dir),
+            prlimit=env.prlimit,
+            axioms_mode=self.config.axioms_mode,
+            output_cap_bytes=self.config.output_cap_bytes,
+            tail_chars=self.config.tail_chars,
+            timeout_s=self.config.timeout_s,
+            scope=workdirs.work_scope(self.config.work_root),
+            probe=env.comparator,
+        )
+        self.result.commands.extend(outcome.commands)
+        self.result.peak_memory_mb = max(self.result.peak_memory_mb, outcome.peak_rss_mb)
+        if outcome.verdict == "rejected":
+            raise _Failed("leanchecker", outcome.reason)
+        if outcome.verdict != "accepted":
+            raise _not_judged("leanchecker", outcome.reason)
+        for stage in ("statement", "axioms"):
+            self.begin(stage)
 
     def accept(self) -> None:
         self.end()
-        axioms = ", ".join(self.result.axioms or []) or "none"
         # Name the toolchain that said yes rather than asserting "Lean": under test it is a double.
+        if self.result.judge == "comparator":
+            self.result.reason = f"accepted by lake comparator (toolchain: {self.result.toolchain})"
+            return
+        axioms = ", ".join(self.result.axioms or []) or "none"
         self.result.reason = (
             f"accepted: build, kernel replay, statement and axiom checks passed (axioms: {axioms}; "
-            f"toolchain: {self.result.toolchain})"
+            f"verdict from the {self.result.verdict_from}; toolchain: {self.result.toolchain})"
         )
+
+
+@dataclass(frozen=True)
+class TestSwitches:
+    """`grade`'s test-only switches (see its docstring), reachable from no setting."""
+
+    extra_modules: Mapping[str, str]
+    route: Route | None
+    export_edit: ExportEdit | None
 
 
 #: The last-resort watchdog's slack: how long past its own deadlines a grade may still run before
@@ -786,6 +977,8 @@ async def grade(
     on_stage: OnStage | None = None,
     skip_guard: bool = False,
     extra_modules: Mapping[str, str] | None = None,
+    route: Route | None = None,
+    export_edit: ExportEdit | None = None,
 ) -> GradeResult:
     """Grade `submission` (the whole text of LeanCheckedNetwork/Submission.lean) for `task`.
 
@@ -798,7 +991,9 @@ async def grade(
     grading rollouts:
     - `skip_guard`: the later stages must be shown to catch what the guard would catch first
       (the Lean integration tests and the self-test's canaries use it);
-    - `extra_modules`: modules compiled into the package before the submission (a canary).
+    - `extra_modules`: modules compiled into the package before the submission (a canary);
+    - `route`: grade by this route, untried by `toolchain_check` (the self-test's canaries);
+    - `export_edit`: rewrite the export before the judge reads it (crafted-export canaries).
 
     Returns a GradeResult for every outcome, including toolchain problems and internal errors
     ("internal grader error: ..."). Only cancellation propagates, after every process this grade
@@ -807,7 +1002,15 @@ async def grade(
     g = _Grade(task, config, on_stage)
     watchdog = _Watchdog(config.timeout_s)
     run = asyncio.ensure_future(
-        _grade_body(g, watchdog, submission, toolchain_check, skip_guard, extra_modules, started)
+        _grade_body(
+            g,
+            watchdog,
+            submission,
+            toolchain_check,
+            skip_guard,
+            TestSwitches(extra_modules or {}, route, export_edit),
+            started,
+        )
     )
     try:
         finished = await watchdog.wait(run)
@@ -831,7 +1034,7 @@ async def _grade_body(
     submission: str,
     toolchain_check: ToolchainCheck | None,
     skip_guard: bool,
-    extra_modules: Mapping[str, str] | None,
+    switches: TestSwitches,
     started: float,
 ) -> None:
     """`grade` itself, run as a task the watchdog looks after."""
@@ -840,26 +1043,33 @@ async def _grade_body(
     try:
         await g.guard(submission, skip_guard)
         env = await g.locate()
-        await g.prepare_judge(env)
-        if toolchain_check is not None:
-            await g.check_toolchain(env, toolchain_check)
+        await g.choose_route(env, toolchain_check, switches.route)
         limit = config.max_concurrent or default_concurrency(config.threads)
         queued = time.monotonic()
         async with _semaphore(limit):
             g.result.queued_seconds = round(time.monotonic() - queued, 4)
-            # From here on each step has its own deadline: the cache check and the prebuild
-            # `timeout_s` each, the build and the judge `timeout_s` together.
-            watchdog.arm(time.monotonic() + 3 * config.timeout_s)
-            g.begin("build")
-            manifest, trusted_root = await g.prepare(env)
-            # One deadline for build and judge, starting once the package is ready.
-            deadline = time.monotonic() + config.timeout_s
-            watchdog.arm(deadline)
-            if extra_modules:
-                await g.compile_extra(env, extra_modules, deadline)
-            await g.build(env, submission, manifest, deadline)
-            await g.assemble_verdict_dir(manifest, trusted_root)
-            await g.judge(env, deadline)
+            if env.route.judge == "comparator":
+                g.grade_dir = workdirs.new_grade_dir(config.work_root, keep=config.keep_packages)
+                deadline = time.monotonic() + config.timeout_s
+                watchdog.arm(deadline)
+                await g.compare(env, submission, deadline)
+            else:
+                # From here on each step has its own deadline: the cache check and the prebuild
+                # `timeout_s` each, the build and the judge `timeout_s` together.
+                watchdog.arm(time.monotonic() + 3 * config.timeout_s)
+                g.begin("build")
+                manifest, trusted_root = await g.prepare(env)
+                # One deadline for build, export and judge, starting once the package is ready.
+                deadline = time.monotonic() + config.timeout_s
+                watchdog.arm(deadline)
+                if switches.extra_modules:
+                    await g.compile_extra(env, switches.extra_modules, deadline)
+                await g.build(env, submission, manifest, deadline)
+                export = None
+                if env.route.verdict_from == "export":
+                    export = await g.export(env, deadline, switches.export_edit)
+                await g.assemble_verdict_dir(env, manifest, trusted_root, export)
+                await g.judge(env, deadline)
         g.accept()
     except _Failed as failed:
         g.fail(failed.stage, failed.reason, judged=failed.judged)
@@ -1009,10 +1219,8 @@ async def _get_ready(g: _Grade, toolchain_check: ToolchainCheck | None, *, task_
     task's cache entry. Every failure is `judged=False` (nothing was graded)."""
     try:
         env = await g.locate()
-        await g.prepare_judge(env)
-        if toolchain_check is not None:
-            await g.check_toolchain(env, toolchain_check)
-        if task_entry:
+        await g.choose_route(env, toolchain_check, None)
+        if task_entry and env.route.judge == "replay":
             g.begin("build")
             await g.prepare(env)
     except _Failed as failed:
@@ -1041,7 +1249,10 @@ async def warm_cache(
     await _get_ready(g, toolchain_check, task_entry=True)
     g.result.grader_seconds = round(time.monotonic() - started, 4)
     if g.result.failed_stage is None:
-        g.result.reason = f"cache {g.result.cache}; judge {g.result.judge_mode}"
+        judge = g.result.judge if g.result.judge != "replay" else f"replay from the {g.result.verdict_from}"
+        g.result.reason = f"cache {g.result.cache}; judge {judge}" + (
+            f" ({g.result.judge_mode})" if g.result.judge_mode else ""
+        )
     return g.result
 
 

@@ -95,7 +95,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lean_mod_add_proof.grading.result import CommandRecord, Stage
 from lean_mod_add_proof.grading.workdirs import owner_is_dead, owner_tag
@@ -744,6 +744,14 @@ class _Capture:
         return self.total > self.cap
 
 
+def _output_pipe(proc: subprocess.Popen[bytes]) -> IO[bytes]:
+    """The pipe the grader reads: stdout and stderr together, or stderr alone when stdout goes
+    to a file (`run_command`'s `stdout_fd`)."""
+    pipe = proc.stdout if proc.stdout is not None else proc.stderr
+    assert pipe is not None
+    return pipe
+
+
 class _Run:
     """One started command's output and exit, followed from the event loop by callbacks only: a
     reader on its stdout pipe and one on a pidfd (a 10 ms poll where there is no pidfd). Nothing
@@ -757,8 +765,7 @@ class _Run:
         self.loop = loop
         self.exited: asyncio.Future[int] = loop.create_future()
         self.eof: asyncio.Future[None] = loop.create_future()
-        assert proc.stdout is not None
-        self._out = proc.stdout.fileno()
+        self._out = _output_pipe(proc).fileno()
         os.set_blocking(self._out, False)
         loop.add_reader(self._out, self._on_output)
         self._pidfd: int | None = None
@@ -831,8 +838,7 @@ class _Run:
             self.loop.remove_reader(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
+        _output_pipe(self.proc).close()
 
 
 async def _uninterruptible(fut: asyncio.Future[Any], timeout: float | None = None) -> bool:
@@ -971,6 +977,7 @@ async def run_command(
     record_argv: Sequence[str] | None = None,
     sandboxed: bool = False,
     scope: str = "",
+    stdout_fd: int | None = None,
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
@@ -982,7 +989,9 @@ async def run_command(
     sandbox/limit wrappers), default `argv`. `sandboxed` says `argv` starts with bwrap, whose
     exit 128+N means its command died of signal N (reported as `signal`, see `exit_status`);
     bwrap then reports on a status pipe whether the command ran at all. `scope` (the grader's
-    work root) goes into the run's marker (see `kill_dead_graders_processes`).
+    work root) goes into the run's marker (see `kill_dead_graders_processes`). `stdout_fd`, a file
+    the caller opened, takes the command's stdout (uncapped in memory; the file-size cap bounds
+    it), and then only its stderr is captured.
 
     Raises `HostFault` when the outcome says nothing about the command (see the module
     docstring): the sandbox did not run it, it could not be started, its program vanished."""
@@ -1034,8 +1043,8 @@ async def run_command(
                 cwd=str(cwd),
                 env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
+                stderr=subprocess.STDOUT if stdout_fd is None else subprocess.PIPE,
                 process_group=0,  # its own group: one killpg reaches every descendant that stays in it
                 pass_fds=() if status_w is None else (status_w,),
             )
@@ -1051,8 +1060,7 @@ async def run_command(
         except BaseException:
             _killpg(proc.pid)
             proc.wait()
-            assert proc.stdout is not None
-            proc.stdout.close()
+            _output_pipe(proc).close()
             raise
         spawn = _Spawned(run, spawned_ticks, last_pid, looked_at, token)
         outcome = await _watch(spawn, shown, stage, start, remaining, limits, sandboxed, tail_chars)

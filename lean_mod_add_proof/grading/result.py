@@ -13,6 +13,13 @@ STAGES: tuple[Stage, ...] = ("extract", "guard", "toolchain", "build", "leanchec
 
 AxiomsMode = Literal["subset", "exact"]
 JudgeMode = Literal["native", "interpreted"]
+#: The `judge` setting: which judge may decide (`auto` tries them in order, see pipeline.py).
+JudgeChoice = Literal["auto", "replay", "comparator"]
+#: The judge that decided a grade: the grader's own replay judge, or the toolchain's comparator.
+JudgeName = Literal["replay", "comparator"]
+#: What the replay judge read the submission from: the NDJSON export (text only), or the olean
+#: the untrusted build wrote (mapped into the verdict process: the weaker boundary).
+VerdictFrom = Literal["export", "olean"]
 SandboxMode = Literal["auto", "on", "off"]
 
 
@@ -43,6 +50,9 @@ class GraderSettings(BaseModel):
     """How many grades may run Lean at once in this process (default: cores divided by threads)."""
     threads: int = Field(1, ge=1, le=256)
     """Threads each Lean process of a grade may use (`lean -j`; LEAN_NUM_THREADS for the judge)."""
+    judge: JudgeChoice = "auto"
+    """Which judge decides: `replay` (the grader's kernel replay), `comparator` (the toolchain's
+    `lake comparator`), `auto` (replay if it passes its self-test, else comparator)."""
     native_judge: bool = True
     """Compile the judge once per toolchain and run it natively (else, or if it cannot be built,
     `lean --run Judge.lean` on every grade)."""
@@ -134,10 +144,16 @@ class GradeResult(BaseModel):
     package_dir: str | None = None
     """Set when the package directory was kept."""
     toolchain: str | None = None
+    judge: JudgeName | None = None
+    """Which judge decided: the grader's replay, or the toolchain's `lake comparator`."""
+    verdict_from: VerdictFrom | None = None
+    """What the replay judge read: the export (`export`), or the build's olean (`olean`, where
+    the toolchain has no working export; `judge_note` says why)."""
     judge_mode: JudgeMode | None = None
-    """Which judge decided: the compiled executable, or `lean --run Judge.lean`."""
+    """How the replay judge ran: the compiled executable, or `lean --run Judge.lean`."""
     judge_note: str = ""
-    """Why the judge ran interpreted although native_judge is on (the build or start-up failed)."""
+    """Why the judge ran interpreted although native_judge is on, and why verdicts do not come
+    from the export when they do not (each a one-line warning)."""
     peak_memory_mb: int = 0
     """Largest summed resident memory seen over the grade's commands, in MiB."""
     lean_errors: list[str] = Field(default_factory=list)

@@ -25,6 +25,8 @@ on the same file, so the double passes the self-test only by giving Lean's verdi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -38,14 +40,21 @@ from pydantic import BaseModel
 
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
-from lean_mod_add_proof.grading.lean_names import WEIGHTS_MODULE, theorem_signature
-from lean_mod_add_proof.grading.pipeline import GradeTask, grade
-from lean_mod_add_proof.grading.reference import reference_submission
+from lean_mod_add_proof.grading.export_text import append_line, drop_constant, retype_constant
+from lean_mod_add_proof.grading.judge_source import judge_text
+from lean_mod_add_proof.grading.lean_names import (
+    SPEC_CONSTANT,
+    WEIGHTS_MODULE,
+    theorem_name,
+    theorem_signature,
+)
+from lean_mod_add_proof.grading.pipeline import ExportEdit, GradeTask, Route, grade
+from lean_mod_add_proof.grading.reference import reference_submission, row_lemma_name
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-2"
+GRADER_VERSION = "judge-3"
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
@@ -55,6 +64,17 @@ INIT_MARKER = "lean-mod-add-proof-init-marker"
 _SIG = theorem_signature(SELFTEST_P)
 _HEADER = f"import {WEIGHTS_MODULE}\n\n"
 _REFERENCE_BODY = reference_submission(SELFTEST_P).removeprefix(_HEADER)
+
+
+#: The routes a canary can run on (`route_key`): the replay judge reading the export or the
+#: olean, and the toolchain's comparator.
+ROUTE_KEYS: tuple[str, ...] = ("export", "olean", "comparator")
+#: What every rejection by the comparator says (comparator.py `comparator_verdict`).
+COMPARATOR_REJECTS = ("leanchecker", "lake comparator rejected")
+
+
+def route_key(route: Route) -> str:
+    return route.verdict_from or route.judge
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,17 @@ class Canary:
     evaluates the shift while building, still never lets the code run in the verdict."""
     extra_modules: Mapping[str, str] = field(default_factory=dict)
     config: Mapping[str, object] = field(default_factory=dict)
+    routes: tuple[str, ...] = ROUTE_KEYS
+    """The routes it runs on (`route_key`)."""
+    per_route: Mapping[str, tuple[Stage | None, str]] = field(default_factory=dict)
+    """(stage, reason) expected on a route where it differs from `expect_stage`/`expect_reason`."""
+    export_edit: ExportEdit | None = None
+    """How the export is crafted before the judge reads it (export route only)."""
+
+    def on(self, key: str) -> Canary:
+        """This canary as it must come out on the route `key`."""
+        stage, reason = self.per_route.get(key, (self.expect_stage, self.expect_reason))
+        return dataclasses.replace(self, expect_stage=stage, expect_reason=reason)
 
 
 CANARIES: tuple[Canary, ...] = (
@@ -82,6 +113,7 @@ CANARIES: tuple[Canary, ...] = (
         f"{_HEADER}{_SIG} := by\n  sorry\n-- double: judge axioms sorryAx\n",
         "axioms",
         "sorryAx",
+        per_route={"comparator": COMPARATOR_REJECTS},
     ),
     Canary(
         "a theorem stated as True",
@@ -89,6 +121,7 @@ CANARIES: tuple[Canary, ...] = (
         "-- double: judge statement-fail the theorem's type is True, not Spec\n",
         "statement",
         "Spec",
+        per_route={"comparator": COMPARATOR_REJECTS},
     ),
     Canary(
         "skipKernelTC over a false decide",
@@ -98,6 +131,7 @@ CANARIES: tuple[Canary, ...] = (
         "-- double: judge replay-fail (kernel) declaration type mismatch\n",
         "leanchecker",
         "kernel",
+        per_route={"comparator": COMPARATOR_REJECTS},
     ),
     Canary(
         "an oversized shift in the replay",
@@ -112,6 +146,7 @@ CANARIES: tuple[Canary, ...] = (
         "leanchecker",
         "kernel",
         also_fine=("build",),
+        per_route={"comparator": COMPARATOR_REJECTS},
     ),
     Canary(
         "a declared axiom",
@@ -120,6 +155,7 @@ CANARIES: tuple[Canary, ...] = (
         "-- double: judge axioms LeanCheckedNetwork.Net.cheat\n",
         "axioms",
         "LeanCheckedNetwork.Net.cheat",
+        per_route={"comparator": COMPARATOR_REJECTS},
     ),
     Canary(
         "an import of a module the build made",
@@ -127,6 +163,10 @@ CANARIES: tuple[Canary, ...] = (
         "leanchecker",
         "LeanCheckedNetwork.Extra",
         extra_modules={"LeanCheckedNetwork.Extra": "theorem extraFact : True := trivial\n"},
+        routes=("export", "olean"),
+        # The export holds the theorem and what it uses, all of it replayed: an unused import
+        # trusts nothing, so only the olean judge (which trusts imported modules) must refuse it.
+        per_route={"export": (None, "")},
     ),
     Canary(
         "an initializer",
@@ -138,6 +178,7 @@ CANARIES: tuple[Canary, ...] = (
         None,
         also_fine=("build",),
         config={"keep_packages": True},
+        routes=("export", "olean"),
     ),
     Canary(
         "a build over a small memory cap",
@@ -146,6 +187,45 @@ CANARIES: tuple[Canary, ...] = (
         "memory cap exceeded",
         skip_guard=False,
         config={"memory_mb": 64},
+        routes=("export", "olean"),
+    ),
+    # The export boundary: exports the judge must refuse, from a real build and export (the
+    # first) or crafted from the reference's export (export_text.py).
+    Canary(
+        "an export that redefines Spec",
+        # No import of the task's modules: the build elaborates its own Spec, and the export
+        # carries it under the trusted name.
+        f"def {SPEC_CONSTANT} : Prop := True\n\n"
+        f"theorem {theorem_name(SELFTEST_P)} : {SPEC_CONSTANT} := trivial\n",
+        "leanchecker",
+        "differs from the trusted one",
+        routes=("export",),
+    ),
+    Canary(
+        "an export missing a dependency",
+        reference_submission(SELFTEST_P),
+        "leanchecker",
+        "kernel rejected",
+        routes=("export",),
+        export_edit=functools.partial(drop_constant, name=row_lemma_name(SELFTEST_P, 0)),
+    ),
+    Canary(
+        "an export whose theorem's type is not what its value proves",
+        reference_submission(SELFTEST_P),
+        "leanchecker",
+        "kernel rejected",
+        routes=("export",),
+        export_edit=functools.partial(
+            retype_constant, name=theorem_name(SELFTEST_P), like=row_lemma_name(SELFTEST_P, 0)
+        ),
+    ),
+    Canary(
+        "a malformed export",
+        reference_submission(SELFTEST_P),
+        "leanchecker",
+        "malformed export",
+        routes=("export",),
+        export_edit=functools.partial(append_line, line='{"bogus":1}'),
     ),
 )
 
@@ -196,8 +276,16 @@ def judge_canary(c: Canary, res: GradeResult, grade_dir: Path | None) -> str | N
     return None
 
 
-async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean: str) -> SelfTestReport:
-    """Grade every canary (no cache of the outcome) and report."""
+def canaries_for(route: Route) -> list[Canary]:
+    """The canaries of `route`, each with what it must get there (pure)."""
+    key = route_key(route)
+    return [c.on(key) for c in CANARIES if key in c.routes]
+
+
+async def run_selftest(
+    toolchain: Toolchain, config: GraderConfig, network_lean: str, route: Route
+) -> SelfTestReport:
+    """Grade every canary of `route` by that route (no cache of the outcome) and report."""
     task = GradeTask(
         task_id=SELFTEST_TASK_ID,
         p=SELFTEST_P,
@@ -212,7 +300,7 @@ async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean:
         base = config.model_copy(
             update={"toolchain_dir": toolchain.dir, "work_root": Path(work), "keep_packages": False}
         )
-        for c in CANARIES:
+        for c in canaries_for(route):
             canary_config = base.model_copy(update=dict(c.config))
             res = await grade(
                 c.text,
@@ -221,6 +309,8 @@ async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean:
                 toolchain_check=None,  # the canaries are the check
                 skip_guard=c.skip_guard,
                 extra_modules=c.extra_modules,
+                route=route,
+                export_edit=c.export_edit,
             )
             kept = Path(res.package_dir) if res.package_dir else None
             problem = judge_canary(c, res, kept)
@@ -236,14 +326,14 @@ async def run_selftest(toolchain: Toolchain, config: GraderConfig, network_lean:
                 )
             )
             if problem is not None and not failure:
-                failure = f"toolchain self-test failed: {c.name} was {problem}"
+                failure = f"toolchain self-test failed ({route.label}): {c.name} was {problem}"
     return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes)
 
 
 # ---- once per process, remembered on disk ------------------------------------------------------
 
 
-def selftest_key(toolchain: Toolchain, config: GraderConfig, verdict_path: str) -> str:
+def selftest_key(toolchain: Toolchain, config: GraderConfig, route: Route, verdict_path: str) -> str:
     """What a pass depends on: the toolchain (directory, version, binary), the grader's verdict
     logic (this version, the judge program, the canaries), how verdicts are reached (which form
     of the judge: the compiled executable's hash or `lean --run`; whether bubblewrap is in use,
@@ -259,9 +349,10 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, verdict_path: str) 
         str(toolchain.dir),
         toolchain.version,
         f"{stat.st_size}:{stat.st_mtime_ns}",
-        pkgmod.JUDGE_SOURCE_PATH.read_text(encoding="utf-8"),
+        judge_text(route.verdict_from or "olean"),
+        route.label,
         verdict_path,
-        json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in CANARIES]),
+        json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in canaries_for(route)]),
         json.dumps(settings, sort_keys=True),
     ]
     for part in parts:
@@ -313,11 +404,12 @@ async def _remembered_here(path: Path, key: str, report: SelfTestReport) -> None
 
 
 async def ensure_selftest(
-    toolchain: Toolchain, config: GraderConfig, network_lean: str, verdict_path: str
+    toolchain: Toolchain, config: GraderConfig, network_lean: str, route: Route, verdict_path: str
 ) -> str | None:
-    """None when this toolchain, with this judge, passed the self-test (now or before), else the
-    reason to give every grade. Concurrent first grades wait for one run (a `ToolchainCheck`)."""
-    key = selftest_key(toolchain, config, verdict_path)
+    """None when this toolchain, by this route and judge, passed the self-test (now or before),
+    else why that route may not grade. Concurrent first grades wait for one run (a
+    `ToolchainCheck`)."""
+    key = selftest_key(toolchain, config, route, verdict_path)
     if (known := _memo.get(key)) is not None:
         if known.passed:  # the key leaves the cache directory out: this one must hold it too
             await _remembered_here(_pass_file(config, key), key, known)
@@ -331,7 +423,7 @@ async def ensure_selftest(
             _memo[key] = SelfTestReport(passed=True, reason="", canaries=[])
             return None
         try:
-            report = await run_selftest(toolchain, config, network_lean)
+            report = await run_selftest(toolchain, config, network_lean, route)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the self-test itself broke: fail closed

@@ -1,0 +1,79 @@
+"""The self-test's crafted exports (export_text.py): each edit does exactly what its canary
+needs, on an export in the shapes lean4 src/LeanExport/Parse.lean reads, and fails closed when
+the export does not hold what it edits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lean_mod_add_proof.grading.export_text import (
+    ExportEditError,
+    append_line,
+    drop_constant,
+    names,
+    retype_constant,
+)
+
+META = '{"meta":{"exporter":{"name":"lean4export","version":"3.1.0"},"format":{"version":"3.1.0"}}}'
+LINES = [
+    META,
+    '{"in":1,"str":{"pre":0,"str":"A"}}',
+    '{"in":2,"str":{"pre":1,"str":"thm"}}',
+    '{"in":3,"str":{"pre":1,"str":"row"}}',
+    '{"in":4,"num":{"pre":3,"i":7}}',
+    '{"ie":0,"sort":0}',
+    '{"ie":1,"const":{"name":3,"us":[]}}',
+    '{"axiom":{"name":3,"levelParams":[],"type":0,"isUnsafe":false}}',
+    '{"thm":{"name":2,"levelParams":[],"type":1,"value":1,"all":[2]}}',
+]
+EXPORT = "\n".join(LINES) + "\n"
+
+
+def test_names_resolve_through_their_prefixes() -> None:
+    assert names(EXPORT) == {1: "A", 2: "A.thm", 3: "A.row", 4: "A.row.7"}
+
+
+def test_a_name_whose_prefix_is_missing_fails_closed() -> None:
+    with pytest.raises(ExportEditError, match="name index 9"):
+        names('{"in":1,"str":{"pre":9,"str":"x"}}\n')
+
+
+def test_drop_removes_exactly_the_constant_line() -> None:
+    out = drop_constant(EXPORT, "A.row")
+    assert out.split("\n") == [*LINES[:7], LINES[8], ""]
+
+
+def test_retype_points_the_type_at_the_other_constant_and_keeps_the_rest() -> None:
+    out = retype_constant(EXPORT, "A.thm", "A.row").split("\n")
+    assert out[:8] == LINES[:8] and out[9:] == [""]
+    assert json.loads(out[8]) == {"thm": {"name": 2, "levelParams": [], "type": 0, "value": 1, "all": [2]}}
+
+
+def test_retype_to_the_same_type_is_refused() -> None:
+    with pytest.raises(ExportEditError, match="same type"):
+        retype_constant(EXPORT, "A.thm", "A.thm")
+
+
+@pytest.mark.parametrize("edit", [drop_constant, lambda t, n: retype_constant(t, n, "A.row")])
+def test_an_absent_constant_fails_closed(edit) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ExportEditError, match=r"no constant A\.nope"):
+        edit(EXPORT, "A.nope")
+
+
+def test_append_adds_one_line_at_the_end_and_no_blank_line() -> None:
+    # `parseItems` stops at the stream's end (an empty `getLine`); a blank line in between would
+    # be read as an item, so the edit keeps exactly one trailing newline.
+    out = append_line(EXPORT, '{"bogus":1}')
+    assert out == EXPORT + '{"bogus":1}\n'
+    assert append_line(EXPORT.rstrip("\n"), "x") == EXPORT + "x\n"
+
+
+@given(st.lists(st.sampled_from(LINES[1:]), min_size=0, max_size=12))
+def test_edits_never_touch_other_lines(extra: list[str]) -> None:
+    text = EXPORT + "\n".join(line.replace('"in":', '"in_":') for line in extra)
+    out = drop_constant(text, "A.row")
+    assert out.split("\n") == [ln for i, ln in enumerate(text.split("\n")) if i != 7]
