@@ -59,6 +59,14 @@ async def test_a_build_that_writes_beside_its_package_gets_a_verdict(tmp_path: P
         assert res.failed_stage == "build" and "outside its package" in res.reason
 
 
+async def test_an_unsandboxed_build_that_plants_the_export_file_gets_a_verdict(tmp_path: Path) -> None:
+    # The export's file is the grader's, beside the package; only an unsandboxed build can reach
+    # it. Planting it first is the submission's doing: a rejection, never "could not judge".
+    res = await run_double(submission("build write ../export.ndjson"), tmp_path, skip_guard=True)
+    assert res.judged and res.failed_stage == "build", res.reason
+    assert "export.ndjson exists already" in res.reason
+
+
 async def test_many_duplicate_imports_stay_under_the_smallest_output_cap(tmp_path: Path) -> None:
     text = "import LeanCheckedNetwork.Weights\n" * 400 + submission()
     res = await run_double(text, tmp_path, output_cap_bytes=1024, skip_guard=True)

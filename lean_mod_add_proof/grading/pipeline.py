@@ -655,7 +655,11 @@ class _Grade:
         assert self.grade_dir is not None
         path = self.grade_dir / pkgmod.EXPORT_FILE
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = await asyncio.to_thread(os.open, path, flags, 0o600)
+        try:
+            fd = await asyncio.to_thread(os.open, path, flags, 0o600)
+        except FileExistsError:  # only an unsandboxed build can reach the grade directory
+            why = f"{path.name} exists already: the build wrote outside its package"
+            raise _Failed("build", why) from None
         argv = [str(env.leanexport), SUBMISSION_MODULE, "--", theorem_name(self.task.p)]
         ooms = oom_kill_count()
         try:
