@@ -21,6 +21,7 @@ from lean_mod_add_proof.grading.guard import (
     DECLARING_KEYWORDS,
     GRIND_ATTRIBUTE_WORDS,
     GUARD_RULES,
+    INSTANCE_CLASSES,
     INTERNAL_ERROR_REASON,
     LITERAL_NAMES,
     TACTIC_VALUED_NAMES,
@@ -91,7 +92,11 @@ def test_literal_names_and_declaring_keywords_are_exactly() -> None:
     )  # fmt: skip
     # the declaring keywords that are banned words are rule 4's, not listed twice
     assert not set(DECLARING_KEYWORDS) & set(BANNED_WORDS)
-    assert {"instance", "opaque", "axiom"} <= set(BANNED_WORDS)
+    assert {"opaque", "axiom"} <= set(BANNED_WORDS) and "instance" not in BANNED_WORDS
+    # rule 11: instances of these classes only
+    assert INSTANCE_CLASSES == (
+        "Decidable", "DecidableEq", "DecidablePred", "DecidableRel", "Inhabited", "Nonempty",
+    )  # fmt: skip
 
 
 def test_banned_word_parts_are_exactly() -> None:
@@ -122,7 +127,7 @@ def test_banned_words_are_exactly() -> None:
         "unsafeIO", "unsafeEIO", "dbg", "dbg_trace", "dbgTrace", "bootstrap",
         "declare_simp_like_tactic", "unif_hint", "lcProof", "include_str", "timeit", "allocprof",
         "println", "by_elab", "idbg", "grind_propagator",
-        "instance", "renaming",
+        "renaming",
     )  # fmt: skip
 
 

@@ -30,13 +30,13 @@ def test_the_cores_budget_is_threads_times_concurrent_grades(tmp_path: Path) -> 
 def test_the_memory_budget_counts_the_judges_allowance_and_the_judge_is_named(tmp_path: Path) -> None:
     checks = _checks(tmp_path, memory_mb=1000, max_concurrent=2, sandbox="off")
     judge = checks["judge"]
-    assert judge.ok and judge.detail.startswith("native:")  # type: ignore[attr-defined]
+    assert judge.ok and judge.detail.startswith("replay from the export; native:")  # type: ignore[attr-defined]
     memory = checks["memory budget"]
     assert "(memory_mb 1000 + the judge's own 512, an estimate) x 2 concurrent grades = 3024 MiB" in (
         memory.detail  # type: ignore[attr-defined]
     )
     off = _checks(tmp_path, memory_mb=1000, max_concurrent=2, sandbox="off", native_judge=False)
-    assert off["judge"].detail.startswith("interpreted:")  # type: ignore[attr-defined]
+    assert off["judge"].detail.startswith("replay from the export; interpreted:")  # type: ignore[attr-defined]
     assert "+ the judge's own 1536" in off["memory budget"].detail  # type: ignore[attr-defined]
 
 

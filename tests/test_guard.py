@@ -20,6 +20,7 @@ from lean_mod_add_proof.grading.guard import (
     BANNED_WORD_PARTS,
     BANNED_WORDS,
     GUARD_RULES,
+    INSTANCE_CLASSES,
     INTERNAL_ERROR_REASON,
     MAX_SUBMISSION_BYTES,
     GuardVerdict,
@@ -760,9 +761,33 @@ def test_an_unterminated_comment_after_a_keyword_ends_the_text() -> None:
     assert (verdict.word, verdict.line) == ("true", PROOF.count("\n") + 2)
 
 
+@pytest.mark.parametrize("cls", INSTANCE_CLASSES)
+def test_instances_of_the_allowed_classes_pass_and_their_names_are_not_shadowed(cls: str) -> None:
+    # Honest proofs declare `Decidable` instances for their own predicates (decide then runs the
+    # kernel or whnf on them, never compiled code) and `Inhabited` ones for their types.
+    for body in (
+        f"instance (n : Nat) : {cls} (n < 5) := sorry_free",
+        f"local instance : {cls} Nat := x",
+        f"instance (priority := low) myInst {{n : Nat}} [h : {cls} n] : {cls} (f n) where\n  x := 1",
+    ):
+        assert check_guard(with_body(body.replace("sorry_free", "x"))).passed, body
+    for body, word in (
+        (f"abbrev {cls} := OfNat Nat 5", cls),
+        (f"def Foo.{cls} : Type := Nat", cls),
+        (f"structure S where\n  a : Nat\n  {cls} : Nat", cls),
+        (f"def f ({cls} : Nat) := 1", cls),
+    ):
+        verdict = check_guard(with_body(body))
+        assert not verdict.passed and verdict.word == word and verdict.line is not None, body
+        assert "shadow" in verdict.reason
+    # a binder of that class, and a name that only contains it, are fine
+    assert check_guard(with_body(f"theorem t (h : {cls} (1 = 1)) : True := trivial")).passed
+    assert check_guard(with_body(f"def my{cls}Thing : Nat := 1")).passed
+
+
 def test_an_instance_is_rejected_in_every_spelling() -> None:
     # Numerals (`OfNat`) and coercions (`CoeT`) are found by instance synthesis, where the file's
-    # own instance could win; there are no user instances at all.
+    # own instance could win; only instances of INSTANCE_CLASSES, written as `instance ... : C`.
     for body in (
         "instance : OfNat Nat n := ⟨0⟩",
         "instance instOfNatBool : OfNat Bool n := ⟨true⟩",
@@ -773,11 +798,18 @@ def test_an_instance_is_rejected_in_every_spelling() -> None:
         "attribute [local instance] x",
         "@[simp, instance 10] def y : IntCast Bool := ⟨fun _ => false⟩",
         "deriving instance Repr for Nat",
-        "instance (priority := high) i : Inhabited Nat := ⟨0⟩",
+        "instance (priority := high) i : OfNat Nat 3 := ⟨0⟩",
+        "instance : _root_.Decidable True := inferInstance",
+        "instance : Decidable' True := inferInstance",
+        "instance (h : Decidable p) : CoeT Nat n Int := ⟨0⟩",
     ):
         verdict = check_guard(with_body(body))
         assert (verdict.passed, verdict.word, verdict.line) == (False, "instance", 3), body
     assert check_guard(with_body("@[default_instance] def x : OfNat Nat 1 := ⟨0⟩")).word == "default_instance"
+    assert (
+        "an instance of `OfNat` on line 3" in check_guard(with_body("instance : OfNat Nat n := ⟨0⟩")).reason
+    )
+    assert "whose class cannot be read" in check_guard(with_body("deriving instance Repr for Nat")).reason
     assert check_guard(with_body("open Nat renaming succ → true")).word == "renaming"
     # `inferInstance` and `instDecidableEqNat` are other names
     assert check_guard(

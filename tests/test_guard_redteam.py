@@ -177,7 +177,7 @@ SHADOWS: list[tuple[str, str, str]] = [
     ("let-rec", f"def helper : Nat := let rec true : Bool := {SHADOW_BODY}; 0", "true"),
     ("class-field-with-instance",
      "namespace LeanCheckedNetwork.Net\nclass C where\n  n : Nat\n  true : Bool\n"
-     "instance : C := ⟨0, (List.range 9).length > 0⟩\nend LeanCheckedNetwork.Net", "instance"),
+     "instance : C := ⟨0, (List.range 9).length > 0⟩\nend LeanCheckedNetwork.Net", "true"),
     ("class-field", f"{NS[0]}class C where\n  n : Nat\n  true : Bool{NS[1]}", "true"),
     ("structure-constructor", "structure S where\n  true ::\n  x : Nat", "true"),
     ("inductive-constructor", "inductive T where\n  | true\n  | false", "true"),

@@ -60,6 +60,7 @@ def test_defaults() -> None:
         "max_file_mb": 1024,
         "max_concurrent": None,
         "threads": 1,
+        "judge": "auto",
         "native_judge": True,
         "sandbox": "on",
         "cache_dir": None,

@@ -135,8 +135,13 @@ Rules (the first that fails gives the verdict, in this order):
    literal name, except after `|` when `=>` or `,` follows it (a match alternative,
    `| true => ...`). `true` or `false` followed by a lone `:` (a field or binder,
    `true : Bool`, `(true : Bool)`) is rejected too. An unterminated comment runs to the end of
-   the file, as in Lean. With `instance` a banned word (rule 4) and no `instance` or
-   `default_instance` attribute (rule 7), the file declares no instance at all.
+   the file, as in Lean.
+11. Instances: each `instance` must declare, after its first `:` outside brackets, an instance of
+   exactly one of `INSTANCE_CLASSES` (`Decidable`, `DecidableEq`, `DecidablePred`, `DecidableRel`,
+   `Inhabited`, `Nonempty`), and nothing may be declared, or be a field or binder, under one of
+   those names (it would shadow the class). With no `instance` or `default_instance` attribute
+   (rule 7), no other instance can be declared; `deriving instance` (no readable class) is
+   refused.
 
 Decisions, and why:
 
@@ -176,9 +181,11 @@ Decisions, and why:
   can win. An instance is filed under the class its type reduces to (C: `mkInstanceKey` in
   `src/Lean/Meta/Instances.lean`, `forallMetaTelescopeReducing` then `DiscrTree.mkPath`; I: with
   reducible unfolding), so an `abbrev` for `OfNat Nat 5`, or a class extending it (whose parent
-  projection is an instance), defeats any list of class names (`OfNat`, `Coe*`, `NatCast`, ...).
-  Hence no instances at all: an honest proof here needs none (`abbrev` or `unfold` lets the
-  library's instances decide a custom `Prop`). `+opt` and `-opt` are immune: `mkConfigItemViews`
+  projection is an instance), defeats any deny-list of class names (`OfNat`, `Coe*`, `NatCast`,
+  ...). Hence an allow-list (rule 11): an instance is filed under the class written in its header
+  when that is one of `INSTANCE_CLASSES`, none of which a tactic option's value (a `Bool`, a
+  number, a constructor) is elaborated through, and none of which the file may shadow. Honest
+  proofs keep their `Decidable` and `Inhabited` instances. `+opt` and `-opt` are immune: `mkConfigItemViews`
   makes them `mkCIdentFrom item ``true` (``false), an identifier pre-resolved to `Bool.true`
   (`Bool.false`) with a reserved macro scope (C: `mkCIdentFrom` in Init's syntax helpers), and
   `resolveName` (`src/Lean/Elab/Term.lean`) takes a pre-resolved name over any scope lookup. The
@@ -244,8 +251,8 @@ BANNED_WORDS: tuple[str, ...] = (
     # Code-running and IO entry points found by red teams.
     "declare_simp_like_tactic", "unif_hint", "lcProof", "include_str", "timeit", "allocprof",
     "println", "by_elab", "idbg", "grind_propagator",
-    # Declarations a tactic configuration's literal can resolve to (rule 10).
-    "instance", "renaming",
+    # An alias a tactic configuration's literal could resolve to (rule 10).
+    "renaming",
 )  # fmt: skip
 
 #: Parts (lowercase) banned case-insensitively as a strict part of a longer name split at `_` and
@@ -302,6 +309,15 @@ DECLARING_KEYWORDS: tuple[str, ...] = (
     "def", "theorem", "lemma", "abbrev", "structure", "class", "inductive", "where", "rec",
 )  # fmt: skip
 
+#: The only classes a file may declare instances of (rule 11). A tactic option's value is a
+#: `Bool`, a number or a constructor, elaborated through `OfNat` and coercions (`CoeT`, ...), never
+#: through these; instances are filed under the class their type reduces to, so the class must be
+#: written as exactly one of these names, and no declaration may take one as its name (which would
+#: shadow it).
+INSTANCE_CLASSES: tuple[str, ...] = (
+    "Decidable", "DecidableEq", "DecidablePred", "DecidableRel", "Inhabited", "Nonempty",
+)  # fmt: skip
+
 #: The guard's rules in words, for the prompt (beside `BANNED_WORDS`).
 GUARD_RULES: tuple[str, ...] = (
     "The file is at most 1 MiB and starts with its imports (only comments and blank lines before "
@@ -323,8 +339,9 @@ GUARD_RULES: tuple[str, ...] = (
     "No name may be directly followed by `%` (write `(a + b) % 7`, not `b%7`; `type_of%`-style "
     "elaborators are forbidden) and no compiler-internal `lc…` names (`lcProof`, `lcCast`).",
     "Nothing may be named `true` or `false` (no `def true`, `def Foo.false`, constructor `| true`, "
-    "field or binder `true : Bool`; `| true => ...` in a match is fine) and there are no "
-    "instances (`instance`, `@[instance]`): tactic options are resolved in the file's scope.",
+    "field or binder `true : Bool`; `| true => ...` in a match is fine), and `instance` may only "
+    f"declare instances of {', '.join(f'`{c}`' for c in INSTANCE_CLASSES)} (written as `instance : "
+    "Decidable (p n) := ...`; no `@[instance]`): tactic options are resolved in the file's scope.",
     "No `«»` identifier escapes, no `module` header, no control, zero-width or bidirectional characters.",
 )
 
@@ -889,6 +906,80 @@ def _bound_literal(text: str, skipper: _Skipper) -> _Hit | None:
     return None
 
 
+_INSTANCE_RE = re.compile(rf"(?<![{_WORD_CHARS}.])instance(?![{_WORD_CHARS}])")
+_CLASS_NAMES = frozenset(INSTANCE_CLASSES)
+_CLASS_FIELD_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])({'|'.join(INSTANCE_CLASSES)})[ \t]*:(?![:=])")
+_OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
+
+
+def _instance_class(text: str, pos: int) -> str | None:
+    """The class an `instance` header starting at `pos` declares: the name after its first `:`
+    outside brackets (binders and `(priority := ...)` are bracketed); None when `:=`, `where`, a
+    line starting a new command, or the end comes first (nothing readable)."""
+    depth = 0
+    i = pos
+    while i < len(text):
+        ch = text[i]
+        if ch in _OPEN_BRACKETS:
+            depth += 1
+        elif ch in _CLOSE_BRACKETS:
+            depth = max(depth - 1, 0)
+        elif depth == 0 and text.startswith(":=", i):
+            return None
+        elif depth == 0 and ch == ":" and not text.startswith("::", i):
+            name = _DECL_NAME_RE.match(text, _skip_spaces(text, i + 1))
+            return name.group(0) if name is not None else ""
+        elif depth == 0 and text.startswith("where", i) and not _is_name_char(text[i - 1 : i] or " "):
+            return None
+        elif depth == 0 and ch == "\n" and not text[i + 1 : i + 2].isspace():
+            return None  # a new command starts at the line's first column: the header ended
+        i += 1
+    return None
+
+
+def _skip_spaces(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _check_instances(text: str) -> GuardVerdict | None:
+    """Rule 11: each `instance` declares an instance of one of `INSTANCE_CLASSES`, and nothing
+    is declared under one of those names."""
+    for m in _INSTANCE_RE.finditer(text):
+        cls = _instance_class(text, m.end())
+        if cls not in _CLASS_NAMES:
+            line = _line_of(text, m.start())
+            what = f"an instance of `{cls[:80]}`" if cls else "an instance whose class cannot be read"
+            return _fail(
+                f"{what} on line {line}: `instance` may only declare instances of "
+                f"{', '.join(INSTANCE_CLASSES)}; a tactic option's value is elaborated in the file's "
+                "scope, where the file's own `OfNat` or coercion instance would run while it builds",
+                "instance",
+                line,
+            )
+    if (field := _CLASS_FIELD_RE.search(text)) is not None:  # a field or binder named like one
+        line = _line_of(text, field.start())
+        return _fail(
+            f"'{field.group(0)}' on line {line}: nothing may be named like a class instances may be "
+            "declared of (it would shadow it)",
+            field.group(1),
+            line,
+        )
+    skipper = _Skipper(text)
+    for m in _DECLARING_RE.finditer(text):
+        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
+        if name is not None and name.group(0).split(".")[-1] in _CLASS_NAMES:
+            line = _line_of(text, name.start())
+            return _fail(
+                f"'{m.group(0)} {name.group(0)[:80]}' on line {line}: a declaration may not be named "
+                "like a class instances may be declared of (it would shadow it)",
+                name.group(0).split(".")[-1],
+                line,
+            )
+    return None
+
+
 def _check_literal_names(text: str) -> GuardVerdict | None:
     skipper = _Skipper(text)
     hits = [
@@ -922,6 +1013,7 @@ _RULES = (
     _check_options,
     _check_named_values,
     _check_literal_names,
+    _check_instances,
 )
 
 
