@@ -98,6 +98,8 @@ async def test_auto_falls_through_to_the_comparator_when_no_replay_route_passes(
     toolchain = _broken_replay_judge(tmp_path)
     res = await _grade(reference_submission(5), tmp_path, toolchain_dir=toolchain)
     assert res.accepted and res.judge == "comparator", res.reason
+    # nothing of the replay judge that failed is left on the comparator's result
+    assert res.judge_mode is None and res.judge_note == "" and res.verdict_from is None
     bad = await _grade(SORRY + "-- double: judge axioms sorryAx\n", tmp_path, toolchain_dir=toolchain)
     assert bad.judged and not bad.accepted and bad.judge == "comparator"
     # `replay` alone does not fall through: every grade is could not judge, with the reasons

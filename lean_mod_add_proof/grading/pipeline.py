@@ -101,6 +101,12 @@ class Route:
     def label(self) -> str:
         return f"{self.judge} ({self.verdict_from})" if self.verdict_from else self.judge
 
+    @property
+    def reads(self) -> VerdictFrom:
+        """Which judge text the route uses, and what that judge reads (the olean text for the
+        comparator route, whose grades never run it)."""
+        return self.verdict_from or "olean"
+
 
 EXPORT_ROUTE = Route("replay", "export")
 OLEAN_ROUTE = Route("replay", "olean")
@@ -483,6 +489,8 @@ class _Grade:
         """Get the route's judge ready; None, or why the route cannot grade here (never a
         verdict: no submission is involved)."""
         route = env.route
+        # What an earlier route's judge left on the result says nothing about this one.
+        self.result.judge_mode, self.result.judge_note = None, ""
         if route.judge == "comparator":
             env.comparator = await asyncio.to_thread(comparatormod.probe_comparator, env.toolchain.dir)
             return None if env.comparator.available else env.comparator.reason
@@ -522,9 +530,8 @@ class _Grade:
             finally:
                 workdirs.remove_tree(scratch)
 
-        verdict_from = env.route.verdict_from or "olean"
         found = await ensure_native_judge(
-            env.toolchain, cache_root, self.config.threads, run_trusted, verdict_from
+            env.toolchain, cache_root, self.config.threads, run_trusted, env.route.reads
         )
         self.result.commands.extend(found.records)  # only on the grade that built or first checked it
         if isinstance(found, NoNativeJudge):
@@ -734,7 +741,7 @@ class _Grade:
                 manifest,
                 self.pkg,
                 SUBMISSION_MODULE,
-                judge_text(env.route.verdict_from or "olean").encode("utf-8"),
+                judge_text(env.route.reads).encode("utf-8"),
                 export,
             )
         except pkgmod.VerdictDirError as exc:
@@ -770,7 +777,7 @@ class _Grade:
             toolchain_dir=env.toolchain.dir,
             allowed_imports=JUDGE_IMPORTS,
             required_imports=(REQUIRED_IMPORT,),
-            verdict_from=env.route.verdict_from or "olean",
+            verdict_from=env.route.reads,
         )
         out = self.record(
             await env.run(

@@ -349,7 +349,7 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, route: Route, verdi
         str(toolchain.dir),
         toolchain.version,
         f"{stat.st_size}:{stat.st_mtime_ns}",
-        judge_text(route.verdict_from or "olean"),
+        judge_text(route.reads),
         route.label,
         verdict_path,
         json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in canaries_for(route)]),
