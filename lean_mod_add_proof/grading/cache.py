@@ -13,6 +13,17 @@ deadline. A corrupt or unreadable entry is moved aside and rebuilt. When the cac
 at all (a corrupt entry that cannot be removed, a check that ran out of time, the cache directory
 not writable) `ensure_entry` raises CacheUnusable and the caller builds in place instead.
 
+A grade reads the entry it was given until it ends (issue 26: a grade whose entry was discarded
+under it, after its build, was rejected for a "missing" or "changed" trusted output). Each entry
+directory is immutable once installed (built under `.build-*`, then renamed into place), and the
+grade holds it open with a shared `flock` (`EntryPin`) from the check until it releases it; it
+reads the entry through those descriptors, never by path again. A discard renames the entry aside
+(`.trash-*`: the key is free at once for a rebuild) and deletes it only under an exclusive
+`flock`, so never while any grade, in this process or another, still holds it; what is left
+pinned is deleted by the next discard or sweep that finds it unpinned. A host error while
+checking an entry (`oserrors.host_errno`: out of descriptors, an I/O error, ...) is no evidence of
+corruption: the check is retried, and if it persists the error is raised for this grade only.
+
 Temporary directories (`.build-*` while building, `.trash-*` while deleting) carry their owner in
 their name (see workdirs), so `workdirs.sweep_dead` removes them once their owner is dead.
 """
@@ -20,7 +31,9 @@ their name (see workdirs), so `workdirs.sweep_dead` removes them once their owne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import re
@@ -43,6 +56,7 @@ from lean_mod_add_proof.grading.hashing import (
     tree_dirs,
     tree_matches,
 )
+from lean_mod_add_proof.grading.oserrors import host_errno
 from lean_mod_add_proof.grading.package import LAYOUT_VERSION, missing_outputs, write_sources
 from lean_mod_add_proof.grading.result import CommandRecord
 
@@ -60,6 +74,10 @@ MANIFEST_MAX_BYTES = 1 << 20
 #: Largest entry a manifest may describe (sum of file sizes); beyond it the entry is corrupt.
 ENTRY_MAX_BYTES = 4 << 30
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
+#: How many times a check that hit a host error (`oserrors.host_errno`) is tried in all, and the
+#: pause before the first retry (doubled each time): a descriptor shortage under load passes.
+CHECK_ATTEMPTS = 3
+CHECK_RETRY_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -93,12 +111,38 @@ class CacheUnusable(Exception):
         self.records = records or []
 
 
+class EntryPin:
+    """A grade's hold on its cache entry: the entry directory open with a shared `flock` (which
+    keeps a discard from deleting it), and its `package/` directory open for reading. Read the
+    entry through `package_fd` only: the path may name a newer entry, or nothing, meanwhile.
+    `release` (idempotent; also on garbage collection) lets a discard delete it."""
+
+    def __init__(self, entry_fd: int, package_fd: int) -> None:
+        self._fds: tuple[int, int] | None = (entry_fd, package_fd)
+        self.package_fd = package_fd
+
+    @property
+    def held(self) -> bool:
+        return self._fds is not None
+
+    def release(self) -> None:
+        fds, self._fds = self._fds, None
+        for fd in fds or ():
+            with contextlib.suppress(OSError):
+                os.close(fd)  # the flock goes with the last descriptor of the open file
+
+    def __del__(self) -> None:
+        self.release()
+
+
 @dataclass(frozen=True)
 class CacheEntry:
     package: Path
     manifest: dict[str, str]
     status: Literal["hit", "built"]
     records: list[CommandRecord] = field(default_factory=list)
+    pin: EntryPin | None = None
+    """The entry held open for this caller (see EntryPin); read it through `pin.package_fd`."""
 
 
 # One lock per (cache root, key) per event loop: asyncio locks bind to the loop that first uses them.
@@ -118,6 +162,18 @@ class _Checked:
     manifest: dict[str, str] | None = None
     #: (st_dev, st_ino) of what was checked, so a discard can tell it moved that very entry.
     ident: tuple[int, int] | None = None
+    #: For "ok": the entry, held open (the caller owns it).
+    pin: EntryPin | None = None
+
+
+def _pin_shared(fd: int) -> bool:
+    """Take a shared flock on the entry directory `fd`; False when a discard holds it exclusively
+    (it is deleting that entry: no longer at its name)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -159,24 +215,33 @@ def _check_entry(
     stop: threading.Event | None = None,
     outputs_missing: OutputsMissing = missing_outputs,
 ) -> _Checked:
-    """Whether `entry_dir` is absent, a sound entry for `key`, or anything else (corrupt). Never
-    follows a symlink or blocks; TimeoutError once `deadline` passes while reading the entry."""
+    """Whether `entry_dir` is absent, a sound entry for `key` (then held: `pin`), or anything
+    else (corrupt). Never follows a symlink or blocks; TimeoutError once `deadline` passes while
+    reading the entry. A host error (`oserrors.host_errno`) is raised: it says nothing about the
+    entry."""
     check_budget(None, stop)
     try:
         fd = open_dir(entry_dir)
     except FileNotFoundError:
         return _Checked("absent")
-    except OSError:  # a symlink (dangling or not), a regular file, unreadable
+    except OSError as exc:  # a symlink (dangling or not), a regular file, unreadable
+        if host_errno(exc) is not None:
+            raise
         try:
             st = os.lstat(entry_dir)
         except FileNotFoundError:
             return _Checked("absent")
-        except OSError:
+        except OSError as exc2:
+            if host_errno(exc2) is not None:
+                raise
             return _Checked("corrupt")
         return _Checked("corrupt", ident=(st.st_dev, st.st_ino))
+    pkg: int | None = None
     try:
         st = os.fstat(fd)
         ident = (st.st_dev, st.st_ino)
+        if not _pin_shared(fd) or st.st_nlink == 0:
+            return _Checked("absent")  # a discard moved it aside and is deleting it, or did
         try:
             raw = read_small_file(MANIFEST_NAME, MANIFEST_MAX_BYTES, dir_fd=fd)
             parsed = _parse_manifest(raw, key, outputs_missing)
@@ -185,30 +250,46 @@ def _check_entry(
             pkg = open_dir("package", dir_fd=fd)
         except TimeoutError:
             raise
-        except OSError:  # missing, a FIFO/device/symlink, too large, unreadable
+        except OSError as exc:  # missing, a FIFO/device/symlink, too large, unreadable
+            if host_errno(exc) is not None:
+                raise
             return _Checked("corrupt", ident=ident)
-        try:
-            ok = tree_matches(pkg, parsed.files, parsed.sizes, parsed.dirs, deadline=deadline, stop=stop)
-        finally:
-            os.close(pkg)
-        return _Checked("ok", parsed.files, ident) if ok else _Checked("corrupt", ident=ident)
+        if not tree_matches(pkg, parsed.files, parsed.sizes, parsed.dirs, deadline=deadline, stop=stop):
+            return _Checked("corrupt", ident=ident)
+        pin = EntryPin(fd, pkg)
+        fd = pkg = -1  # the pin owns them now
+        return _Checked("ok", parsed.files, ident, pin)
     finally:
+        for owned in (fd, pkg):
+            if owned is not None and owned >= 0:
+                os.close(owned)
+
+
+def _pin_fresh(tmp: Path) -> EntryPin:
+    """Hold a just-built entry (still at its `.build-*` name) before it is renamed into place."""
+    fd = open_dir(tmp)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # nobody else knows this directory yet: never blocks
+        return EntryPin(fd, open_dir("package", dir_fd=fd))
+    except BaseException:
         os.close(fd)
+        raise
 
 
 def _discard(path: Path, ident: tuple[int, int] | None) -> str | None:
-    """Move `path` aside (atomic, so no reader sees a half-deleted entry), then delete it. Returns
-    None when the caller may go on building, else why the entry could not be removed. If what was
-    moved is not what was checked (another grader installed a fresh entry meanwhile), it is put
-    back and None returned: the caller's rename then loses to it and re-checks it."""
+    """Move `path` aside (atomic, so no reader sees a half-deleted entry), then delete it unless a
+    grade still holds it (`EntryPin`; then the next discard or sweep deletes it). Returns None when
+    the caller may go on building, else why the entry could not be removed. If what was moved is
+    not what was checked (another grader installed a fresh entry meanwhile), it is put back and
+    None returned: the caller's rename then loses to it and re-checks it. Other unpinned
+    `.trash-*` directories of the cache root are deleted on the way."""
     trash = path.with_name(workdirs.owned_name(workdirs.CACHE_TRASH_PREFIX))
     try:
         os.rename(path, trash)
     except FileNotFoundError:
         return None
     except OSError as exc:  # immutable, a mount point, ...: try in place, then give up
-        workdirs.remove_tree(path)
-        return None if not os.path.lexists(path) else (exc.strerror or str(exc))
+        return None if workdirs.remove_unless_pinned(path) else (exc.strerror or str(exc))
     try:
         st = os.lstat(trash)
         if ident is not None and (st.st_dev, st.st_ino) != ident and not os.path.lexists(path):
@@ -216,7 +297,10 @@ def _discard(path: Path, ident: tuple[int, int] | None) -> str | None:
             return None
     except OSError:
         pass
-    workdirs.remove_tree(trash)  # if that fails, the entry's name is free anyway; sweep_dead retries
+    with contextlib.suppress(OSError):
+        for name in os.listdir(path.parent):  # ours, and any left pinned before
+            if name.startswith(workdirs.CACHE_TRASH_PREFIX):
+                workdirs.remove_unless_pinned(path.parent / name)
     return None if not os.path.lexists(path) else "it came back while being removed"
 
 
@@ -292,12 +376,18 @@ async def ensure_entry(
 
     async def check() -> _Checked:
         limit = None if budget is None else time.monotonic() + budget
-        try:
-            return await workdirs.run_in_thread(
-                _check_entry, entry_dir, key, limit, stoppable=True, outputs_missing=outputs_missing
-            )
-        except TimeoutError:
-            raise CacheUnusable("cache check ran out of time") from None
+        for attempt in range(CHECK_ATTEMPTS):
+            try:
+                return await workdirs.run_in_thread(
+                    _check_entry, entry_dir, key, limit, stoppable=True, outputs_missing=outputs_missing
+                )
+            except TimeoutError:
+                raise CacheUnusable("cache check ran out of time") from None
+            except OSError:  # only a host error escapes the check: not corruption
+                if attempt + 1 == CHECK_ATTEMPTS:
+                    raise
+            await asyncio.sleep(CHECK_RETRY_S * 2**attempt)
+        raise AssertionError("unreachable")
 
     async def clear(checked: _Checked) -> None:
         if checked.state == "corrupt":
@@ -308,7 +398,7 @@ async def ensure_entry(
     async with _lock_for(cache_root, key):
         checked = await check()
         if checked.manifest is not None:
-            return CacheEntry(entry_dir / "package", checked.manifest, "hit")
+            return CacheEntry(entry_dir / "package", checked.manifest, "hit", pin=checked.pin)
         await clear(checked)
         try:
             tmp = workdirs.make_owned_dir(cache_root, workdirs.CACHE_BUILD_PREFIX)
@@ -324,15 +414,17 @@ async def ensure_entry(
             except OSError as exc:
                 raise CacheUnusable(f"cannot build in the cache: {_why(exc)}", records) from None
             for _ in range(2):
+                pin = await workdirs.run_in_thread(_pin_fresh, tmp)
                 try:
                     os.rename(tmp, entry_dir)
-                    return CacheEntry(entry_dir / "package", manifest, "built", records)
+                    return CacheEntry(entry_dir / "package", manifest, "built", records, pin)
                 except OSError as exc:
+                    pin.release()
                     failure = exc
                 # Another process won the race: use its entry if it is sound, else clear it.
                 winner = await check()
                 if winner.manifest is not None:
-                    return CacheEntry(entry_dir / "package", winner.manifest, "hit", records)
+                    return CacheEntry(entry_dir / "package", winner.manifest, "hit", records, winner.pin)
                 await clear(winner)
             raise CacheUnusable(f"cannot install the cache entry: {_why(failure)}", records)
         except CacheUnusable as exc:

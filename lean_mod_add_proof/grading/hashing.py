@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
+from lean_mod_add_proof.grading.oserrors import host_errno
+
 CHUNK = 1 << 20
 #: Deepest directory nesting hash_tree/tree_matches walk; deeper counts as a bad tree.
 MAX_DEPTH = 64
@@ -250,7 +252,8 @@ def tree_matches(
     """Whether the tree under root holds exactly the regular files of `manifest` with those
     hashes (and, with `sizes`, those sizes; with `dirs`, exactly those directories, so not even
     an empty directory can be planted). Stops at the first difference: an unexpected name, a
-    non-regular file or a wrong size is found without reading any file's bytes."""
+    non-regular file or a wrong size is found without reading any file's bytes. An error that is
+    the host's (`oserrors.host_errno`) is raised: it is no evidence that the tree differs."""
     seen = 0
     seen_dirs = 0
     dir_set = None if dirs is None else frozenset(dirs)
@@ -280,35 +283,36 @@ def tree_matches(
 
     try:
         fd = _root_fd(root)
-    except OSError:
-        return False
-    try:
-        _walk(fd, "", 0, visit, deadline, stop)
+        try:
+            _walk(fd, "", 0, visit, deadline, stop)
+        finally:
+            os.close(fd)
     except _Mismatch:
         return False
     except TimeoutError:
         raise
-    except OSError:  # unreadable, vanished, too deep: not the tree the manifest describes
+    except OSError as exc:  # unreadable, vanished, too deep: not the tree the manifest describes
+        if host_errno(exc) is not None:
+            raise  # out of descriptors, memory, an I/O error: says nothing about the tree
         return False
-    finally:
-        os.close(fd)
     return seen == len(manifest) and (dir_set is None or seen_dirs == len(dir_set))
 
 
 def hash_files(root: Path, rels: list[str]) -> dict[str, str | None]:
     """Hash the given files under root; None for anything missing, not a regular file (a FIFO or
-    device is never opened for reading), or reached through a symlinked directory."""
+    device is never opened for reading), or reached through a symlinked directory. An error that
+    is the host's (`oserrors.host_errno`: out of descriptors, an I/O error, ...) is raised, not
+    read as a changed file."""
     out: dict[str, str | None] = {}
     for rel in rels:
         try:
             fd = open_beneath(root, rel)
-        except OSError:
+            try:
+                out[rel] = _sha256_fd(fd, None, None)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if host_errno(exc) is not None:
+                raise
             out[rel] = None
-            continue
-        try:
-            out[rel] = _sha256_fd(fd, None, None)
-        except OSError:
-            out[rel] = None
-        finally:
-            os.close(fd)
     return out

@@ -27,6 +27,7 @@ from lean_mod_add_proof.grading.lean_names import (
     PACKAGE_NAME,
     SUBMISSION_PATH,
 )
+from lean_mod_add_proof.grading.oserrors import host_errno
 
 #: Bump when the package layout or the manifest format changes: old cache entries stop matching.
 LAYOUT_VERSION = "2"
@@ -36,10 +37,17 @@ WEIGHTS_PATH = f"{PACKAGE_NAME}/Weights.lean"
 #: Each grade's own temporary directory (TMPDIR, and /tmp inside the sandbox), inside its grade
 #: directory so the disk cap counts it and removing the grade removes it.
 GRADE_TMP = "tmp"
-#: The judge's own /tmp, made after the build. The build's sandbox sees only the package and
-#: `tmp/` (where bwrap creates the mount points of the build's binds), never this directory, so
-#: nothing the build writes can stand on a path the judge's sandbox set-up uses.
+#: Each untrusted step's own /tmp (and TMPDIR), made just before that step starts (issue 26):
+#: bwrap creates the mount points of a step's binds inside its /tmp (the package lives under the
+#: host's /tmp by default), and a step may swap one of them for a symlink, so no step's sandbox
+#: set-up may stand on a directory an earlier step could write. The trusted prebuild uses
+#: GRADE_TMP; the build sees only the package and BUILD_TMP, the export only EXPORT_TMP, and the
+#: judge's JUDGE_TMP is made after both.
+BUILD_TMP = "build-tmp"
+EXPORT_TMP = "export-tmp"
 JUDGE_TMP = "judge-tmp"
+#: Every step's /tmp, for checks of what a step left there (the self-test's initializer marker).
+STEP_TMPS: tuple[str, ...] = (GRADE_TMP, BUILD_TMP, EXPORT_TMP, JUDGE_TMP)
 #: Where compiled modules go, relative to the package root (Lake's layout).
 LIB_DIR = ".lake/build/lib/lean"
 #: In the verdict directory: the judge's only search-path entry besides the toolchain (the trusted
@@ -199,20 +207,40 @@ def write_submission(root: Path, text: str) -> Path:
 
 
 class VerdictDirError(Exception):
-    """The verdict directory could not be assembled; the message is the one-line reason."""
+    """The verdict directory could not be assembled; the message is the one-line reason.
+    `trusted`: it was a trusted output (from the cache entry or the package) that is missing or
+    differs, not one of the submission's own outputs."""
+
+    def __init__(self, reason: str, *, trusted: bool = False) -> None:
+        super().__init__(reason)
+        self.trusted = trusted
 
 
-def _copy_out(root: Path, rel: str, dest: Path, max_bytes: int, sha256: str | None = None) -> None:
-    """Copy one file out of `root` into `dest` (created exclusively); with `sha256`, the bytes
-    must match it. Hashing while copying means the verdict reads exactly the bytes checked."""
+def _copy_out(
+    root: Path | int,
+    rel: str,
+    dest: Path,
+    max_bytes: int,
+    sha256: str | None = None,
+    *,
+    grader_file: bool = False,
+) -> None:
+    """Copy one file out of `root` (a path, or a directory descriptor: a pinned cache entry)
+    into `dest` (created exclusively); with `sha256`, the bytes must match it. Hashing while
+    copying means the verdict reads exactly the bytes checked. An error that is the host's
+    (`oserrors.host_errno`; a permission error too on a `grader_file`, one no untrusted step
+    could reach) is raised as the OSError it is, never turned into a verdict."""
+    trusted = sha256 is not None
     try:  # no symlink at any component, regular files only: a build cannot redirect the copy
-        src = open_beneath(root, rel)
+        src = open_beneath(".", rel, root_fd=root) if isinstance(root, int) else open_beneath(root, rel)
     except FileNotFoundError:
-        raise VerdictDirError(f"{rel} is missing") from None
+        raise VerdictDirError(f"{rel} is missing", trusted=trusted) from None
     except NotADirectoryError:
-        raise VerdictDirError(f"{rel}: a parent directory is not a directory") from None
+        raise VerdictDirError(f"{rel}: a parent directory is not a directory", trusted=trusted) from None
     except OSError as exc:  # a symlink somewhere on the path, a FIFO, a device
-        raise VerdictDirError(f"{rel} cannot be opened safely ({exc.strerror})") from None
+        if host_errno(exc, grader_files=grader_file) is not None:
+            raise
+        raise VerdictDirError(f"{rel} cannot be opened safely ({exc.strerror})", trusted=trusted) from None
     digest = hashlib.sha256()
     dest.parent.mkdir(parents=True, exist_ok=True)
     out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
@@ -225,7 +253,7 @@ def _copy_out(root: Path, rel: str, dest: Path, max_bytes: int, sha256: str | No
             digest.update(chunk)
             fout.write(chunk)
     if sha256 is not None and digest.hexdigest() != sha256:
-        raise VerdictDirError(f"{rel} does not match the prebuilt copy")
+        raise VerdictDirError(f"{rel} does not match the prebuilt copy", trusted=True)
 
 
 #: Submission outputs copied into the verdict directory: the olean (required) and its ilean.
@@ -238,13 +266,15 @@ FORGED_OUTPUTS: tuple[str, ...] = ("olean.server", "olean.private")
 
 def make_verdict_dir(
     verdict: Path,
-    trusted_root: Path,
+    trusted_root: Path | int,
     manifest: Mapping[str, str],
     build_root: Path,
     submission_module: str,
     judge_source: bytes,
     export_file: Path | None = None,
     max_bytes: int = MAX_SUBMISSION_OUTPUT_BYTES,
+    *,
+    export_is_grader_file: bool = False,
 ) -> list[str]:
     """Assemble the only files the verdict stage sees: the trusted outputs from `trusted_root`
     (each checked against the manifest), the submission's export (`export_file`) or else its
@@ -252,7 +282,10 @@ def make_verdict_dir(
     beside it. With an export, no file of the build's package is copied at all: only the text
     crosses. Returns the relative paths written;
     VerdictDirError says what went wrong. Either directory existing already means the build
-    wrote outside its package (only possible unsandboxed): the submission's doing, a verdict."""
+    wrote outside its package (only possible unsandboxed): the submission's doing, a verdict.
+    `trusted_root` may be a directory descriptor (a pinned cache entry, read through it only);
+    `export_is_grader_file`: no untrusted step could reach the export file (sandboxed), so a
+    permission error on it is the host's. Host errors are raised as OSError (see `_copy_out`)."""
     for fresh, mode in ((verdict.parent / JUDGE_TMP, 0o700), (verdict, 0o755)):
         try:
             fresh.mkdir(mode=mode)
@@ -268,7 +301,13 @@ def make_verdict_dir(
             written.append(dest_rel)
     if export_file is not None:
         dest_rel = verdict_output(submission_module, EXPORT_EXT)
-        _copy_out(export_file.parent, export_file.name, verdict / dest_rel, max_bytes)
+        _copy_out(
+            export_file.parent,
+            export_file.name,
+            verdict / dest_rel,
+            max_bytes,
+            grader_file=export_is_grader_file,
+        )
         written.append(dest_rel)
         (verdict / JUDGE_FILE).write_bytes(judge_source)
         return [*written, JUDGE_FILE]

@@ -55,6 +55,7 @@ from lean_mod_add_proof.grading.messages import error_messages
 from lean_mod_add_proof.grading.native_judge import BUILD_MEMORY_MB as NATIVE_JUDGE_BUILD_MEMORY_MB
 from lean_mod_add_proof.grading.native_judge import NativeJudge, NoNativeJudge, ensure_native_judge, unchanged
 from lean_mod_add_proof.grading.native_judge import forget as forget_native_judge
+from lean_mod_add_proof.grading.oserrors import host_errno
 from lean_mod_add_proof.grading.process import (
     CommandGroup,
     CommandOutcome,
@@ -389,6 +390,8 @@ class _Grade:
         self.on_stage = on_stage
         self.result = GradeResult(task_id=task.task_id, theorem=theorem_name(task.p))
         self.grade_dir: Path | None = None
+        self.entry_pin: cachemod.EntryPin | None = None
+        """The cache entry this grade reads its trusted outputs from, held until it ends."""
         self._stage_start = time.monotonic()
         self._current: Stage | None = None
 
@@ -550,6 +553,7 @@ class _Grade:
         options: tuple[str, ...] = (),
         *,
         trusted: bool = False,
+        tmp_name: str = pkgmod.GRADE_TMP,
     ) -> CommandOutcome:
         """`lean -o/-i` one module inside package `where`, the package's own lib on the path."""
         # Waited for even when cancelled, so it cannot recreate a directory after clean-up.
@@ -567,11 +571,23 @@ class _Grade:
             grade_dir=self.grade_dir,
             writable=True,
             trusted=trusted,
+            tmp_name=tmp_name,
         )
 
-    async def prepare(self, env: _Env) -> tuple[dict[str, str], Path]:
+    def fresh_tmp(self, name: str) -> None:
+        """Make an untrusted step's own /tmp just before it starts (see `package.BUILD_TMP`).
+        Only an unsandboxed step before it can have made it: the submission's doing."""
+        assert self.grade_dir is not None
+        try:
+            (self.grade_dir / name).mkdir(0o700)
+        except FileExistsError:
+            raise _Failed("build", f"{name} exists already: the build wrote outside its package") from None
+
+    async def prepare(self, env: _Env) -> tuple[dict[str, str], Path | int]:
         """Fresh package = a copy of the prebuilt cache entry (built on first use). Returns the
-        manifest and the directory the trusted outputs are copied from for the verdict."""
+        manifest and where the trusted outputs are copied from for the verdict: the cache entry,
+        held (`entry_pin`) and read through its descriptor until the grade ends, so a discard of
+        that entry by another grade cannot change what this one reads; or the package itself."""
         cache_root = cachemod.cache_root(self.config.cache_dir)
         await _sweep_once(self.config.work_root, cache_root)
         # Synchronous on purpose: a cancelled thread would create the directory after cleanup ran.
@@ -612,11 +628,17 @@ class _Grade:
                 except cachemod.CacheUnusable as exc:
                     self.result.commands.extend(exc.records)
                     self.result.cache_note = one_line(f"cache unusable: {exc.reason}")
+                except OSError as exc:  # a host error that persisted through the check's retries
+                    if (why := host_errno(exc)) is None:
+                        raise
+                    raise _not_judged("build", f"the cache entry could not be checked: {why}") from None
                 else:
                     self.result.commands.extend(entry.records)
                     self.result.cache = entry.status
-                    await workdirs.copy_entry(entry.package, self.pkg)
-                    return entry.manifest, entry.package
+                    self.entry_pin = entry.pin
+                    source: Path | int = entry.package if entry.pin is None else entry.pin.package_fd
+                    await workdirs.copy_entry(source, self.pkg)
+                    return entry.manifest, source
             self.result.cache = "off"  # no usable cache: prebuild in place, same checks
             if not self.result.cache_note:
                 self.result.cache_note = one_line(f"cache unusable: {unusable or 'no reason given'}")
@@ -638,9 +660,12 @@ class _Grade:
 
     async def build(self, env: _Env, submission: str, manifest: dict[str, str], deadline: float) -> None:
         await workdirs.run_in_thread(pkgmod.write_submission, self.pkg, submission)
+        self.fresh_tmp(pkgmod.BUILD_TMP)
         ooms = oom_kill_count()
         out = self.record(
-            await self.compile(env, self.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,))
+            await self.compile(
+                env, self.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,), tmp_name=pkgmod.BUILD_TMP
+            )
         )
         errors = error_messages(out.text)
         self.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
@@ -649,7 +674,11 @@ class _Grade:
         if failure is None and errors:  # exit 0 is not enough: the olean may be missing parts
             failure = f"build reported an error: {one_line(errors[0])}"
         await self.raise_build_failure(failure, out)
-        changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
+        try:
+            changed = await asyncio.to_thread(pkgmod.verify_trusted, self.pkg, manifest)
+        except OSError as exc:  # only the host's errors escape the re-hash (oserrors.host_errno)
+            why = host_fault_reason(exc) or str(exc)
+            raise _not_judged("build", f"the trusted files could not be re-hashed: {why}") from None
         if changed:
             raise _Failed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
 
@@ -660,6 +689,7 @@ class _Grade:
         read-only. It reads the build's olean, so it is the submission's doing like the build:
         its failures and caps are verdicts. Returns the export's path (outside the package)."""
         assert self.grade_dir is not None
+        self.fresh_tmp(pkgmod.EXPORT_TMP)
         path = self.grade_dir / pkgmod.EXPORT_FILE
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -679,6 +709,7 @@ class _Grade:
                     search_path=[self.pkg / pkgmod.LIB_DIR],
                     grade_dir=self.grade_dir,
                     writable=False,
+                    tmp_name=pkgmod.EXPORT_TMP,
                     # A panic aborts, as `lake comparator` exports; LEAN_SYSROOT spares the
                     # exporter's `findSysroot` a `lean --print-prefix` child (lean4
                     # src/Lean/Util/Path.lean: "LEAN_SYSROOT ... takes precedence").
@@ -731,7 +762,7 @@ class _Grade:
             raise _Failed("build", failure)
 
     async def assemble_verdict_dir(
-        self, env: _Env, manifest: dict[str, str], trusted_root: Path, export: Path | None
+        self, env: _Env, manifest: dict[str, str], trusted_root: Path | int, export: Path | None
     ) -> None:
         try:
             await workdirs.run_in_thread(
@@ -743,9 +774,19 @@ class _Grade:
                 SUBMISSION_MODULE,
                 judge_text(env.route.reads).encode("utf-8"),
                 export,
+                export_is_grader_file=env.sandboxed,
             )
         except pkgmod.VerdictDirError as exc:
+            # The trusted outputs come from the pinned cache entry (or the package, which the
+            # build can write): only an unsandboxed build can reach the cache, so a cache copy
+            # that differs under the sandbox is the host's (a disk fault, another process).
+            if exc.trusted and env.sandboxed and trusted_root != self.pkg:
+                raise _not_judged("build", f"the cached trusted outputs cannot be read: {exc}") from None
             raise _Failed("build", f"the build's output cannot be judged: {exc}") from None
+        except OSError as exc:  # the host's, never the submission's (oserrors.host_errno)
+            if (why := host_fault_reason(exc)) is None:
+                raise
+            raise _not_judged("build", f"the judge's directory could not be assembled: {why}") from None
 
     async def judge(self, env: _Env, deadline: float) -> None:
         """Replay, statement and axioms in one trusted process (stages leanchecker..axioms). Its
@@ -868,6 +909,11 @@ class _Grade:
             raise _not_judged("leanchecker", outcome.reason)
         for stage in ("statement", "axioms"):
             self.begin(stage)
+
+    def release_entry(self) -> None:
+        """Let go of the cache entry this grade read (a discard may delete it from now on)."""
+        if self.entry_pin is not None:
+            self.entry_pin.release()
 
     def accept(self) -> None:
         self.end()
@@ -1095,6 +1141,7 @@ async def _grade_body(
         g.fail(g.result.stage_reached, reason, judged=False)
     finally:
         g.end()
+        g.release_entry()
         try:
             if g.grade_dir is not None and not config.keep_packages:
                 # Off the loop; on cancellation it is still waited for (or done synchronously).
@@ -1243,6 +1290,7 @@ async def _get_ready(g: _Grade, toolchain_check: ToolchainCheck | None, *, task_
         g.fail(g.result.stage_reached, why, judged=False)
     finally:
         g.end()
+        g.release_entry()
         if g.grade_dir is not None:
             workdirs.remove_tree(g.grade_dir)
 

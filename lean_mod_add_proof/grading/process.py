@@ -97,6 +97,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from lean_mod_add_proof.grading.oserrors import HOST_ERRNOS, host_errno
 from lean_mod_add_proof.grading.result import CommandRecord, Stage
 from lean_mod_add_proof.grading.workdirs import owner_is_dead, owner_tag
 
@@ -178,17 +179,6 @@ class HostFault(Exception):
         self.sandbox = sandbox
 
 
-#: errno -> what it means for a grade, for the errors that are the host's, never the command's.
-_HOST_ERRNOS: dict[int, str] = {
-    errno.ENOSPC: "the work disk is full",
-    errno.EDQUOT: "the disk quota is exhausted",
-    errno.ENOMEM: "out of memory",
-    errno.EAGAIN: "the host refused a new process or thread (EAGAIN: a process limit)",
-    errno.EMFILE: "out of file descriptors (per process)",
-    errno.ENFILE: "out of file descriptors (system-wide)",
-    errno.EROFS: "the work disk is read-only",
-    errno.EIO: "an I/O error on the work disk",
-}
 #: Only when starting a program (anywhere else a missing file may be a build's doing).
 _SPAWN_ERRNOS: dict[int, str] = {
     errno.ENOENT: "a program the grader runs is missing",
@@ -224,9 +214,8 @@ def host_fault_reason(exc: BaseException) -> str | None:
             return cur.reason
         if isinstance(cur, MemoryError):
             return "out of memory (MemoryError in the grader)"
-        if isinstance(cur, OSError) and cur.errno in _HOST_ERRNOS:
-            where = f": {cur.filename}" if cur.filename else ""
-            return f"{_HOST_ERRNOS[cur.errno]} ({cur.strerror or cur}{where})"
+        if isinstance(cur, OSError) and (why := host_errno(cur)) is not None:
+            return why
         if isinstance(cur, RuntimeError) and "can't start new thread" in str(cur):
             return "the host refused a new thread (can't start new thread)"
         cur = cur.__cause__ or cur.__context__
@@ -929,7 +918,7 @@ def _last_line(text: str) -> str:
 
 
 def _spawn_fault(exc: OSError, program: str) -> str:
-    what = _SPAWN_ERRNOS.get(exc.errno or 0) or _HOST_ERRNOS.get(exc.errno or 0) or "the host refused it"
+    what = _SPAWN_ERRNOS.get(exc.errno or 0) or HOST_ERRNOS.get(exc.errno or 0) or "the host refused it"
     return f"could not start {exc.filename or program}: {what} ({exc.strerror or exc})"
 
 

@@ -269,9 +269,7 @@ def judge_canary(c: Canary, res: GradeResult, grade_dir: Path | None) -> str | N
         wrong = res.accepted or not (right_rejection or tolerated)
     if wrong:
         return _got(res)
-    if grade_dir is not None and any(
-        (grade_dir / tmp / INIT_MARKER).exists() for tmp in (pkgmod.GRADE_TMP, pkgmod.JUDGE_TMP)
-    ):
+    if grade_dir is not None and any((grade_dir / tmp / INIT_MARKER).exists() for tmp in pkgmod.STEP_TMPS):
         return "accepted, but its initializer ran while the verdict was reached"
     return None
 

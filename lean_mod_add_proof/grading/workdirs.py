@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import os
 import re
 import secrets
@@ -144,9 +145,30 @@ def sweep_dead(work_root: Path | None, cache_root: Path | None) -> list[Path]:
             owner = parse_owner(name, prefixes)
             if owner is None or not owner_is_dead(*owner):
                 continue
-            if remove_tree(root / name):
+            # A cache entry moved aside may still be read by a live grade (cache.EntryPin).
+            if remove_unless_pinned(root / name):
                 removed.append(root / name)
     return removed
+
+
+def remove_unless_pinned(path: Path) -> bool:
+    """Remove the tree at `path` unless a reader holds a shared `flock` on its top directory
+    (`cache.EntryPin`): deleted only while holding the exclusive lock, so never under a reader.
+    True when nothing is left at `path`; never raises."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return remove_tree(path)  # not a directory we can open: nobody can hold it either
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # pinned (or locks refused): left for a later sweep
+        return remove_tree(path)
+    finally:
+        os.close(fd)
 
 
 # ---- grade directories ---------------------------------------------------------------------------
@@ -276,15 +298,16 @@ def _copy_dir(sfd: int, dfd: int, rel: str, depth: int, stop: threading.Event | 
             os.close(src)
 
 
-def copy_package(src: Path, dest: Path, stop: threading.Event | None = None) -> None:
-    """Copy the tree at `src` into a new directory `dest` (FileExistsError if it exists). Bytes
+def copy_package(src: Path | int, dest: Path, stop: threading.Event | None = None) -> None:
+    """Copy the tree at `src` (a path, or a directory descriptor, which stays open: a pinned cache
+    entry is read through it) into a new directory `dest` (FileExistsError if it exists). Bytes
     are copied, never hard-linked (a hostile build could write through a hard link into the
     cache); mtimes and permission bits are kept. Regular files and directories only: a symlink,
     FIFO, socket or device in `src` raises NotRegularFile (a verified entry holds none), and
     nothing is opened through a symlink. Stops with hashing.Stopped once `stop` is set (checked
     between files and 4 MiB chunks); a partial `dest` is then the caller's to remove."""
     check_budget(None, stop)
-    sfd = open_dir(src)
+    sfd = os.dup(src) if isinstance(src, int) else open_dir(src)
     try:
         st = os.fstat(sfd)
         os.mkdir(dest, 0o700)
@@ -299,7 +322,7 @@ def copy_package(src: Path, dest: Path, stop: threading.Event | None = None) -> 
         os.close(sfd)
 
 
-async def copy_entry(src: Path, dest: Path) -> None:
+async def copy_entry(src: Path | int, dest: Path) -> None:
     """`copy_package` in a worker thread. On cancellation the copy is told to stop, awaited
     (shielded) until its thread has returned, and what it wrote is removed before CancelledError
     propagates; on any other failure `dest` is removed too. `dest` must not exist."""
