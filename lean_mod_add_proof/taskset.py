@@ -61,6 +61,7 @@ RUNTIME_SETTINGS: tuple[str, ...] = (
     "max_processes",
     "max_disk_mb",
     "max_file_mb",
+    "max_files",
     "sandbox",
     "output_cap_bytes",
     "tail_chars",

@@ -105,7 +105,7 @@ async def test_work_directory_removed_or_kept(tmp_path: Path) -> None:
 async def test_unsandboxed_temp_files_stay_in_the_grade(tmp_path: Path) -> None:
     res = await run_double(submission("build env"), tmp_path, keep_packages=True)
     tmpdir = next(line for line in build_output(res).splitlines() if line.startswith("TMPDIR="))
-    assert tmpdir == f"TMPDIR={Path(res.package_dir or '') / 'tmp'}"
+    assert tmpdir == f"TMPDIR={Path(res.package_dir or '') / 'build-tmp'}"  # the build's own (issue 26)
 
 
 async def test_cancellation_kills_everything_and_cleans_up(tmp_path: Path) -> None:

@@ -138,7 +138,8 @@ async def test_sandbox_tmp_is_the_grades_own_and_counts_against_the_disk_cap(tmp
         submission("build write /tmp/inside.txt", "build env"), tmp_path, sandbox="on", keep_packages=True
     )
     assert res.accepted, res.reason
-    assert (Path(res.package_dir or "") / "tmp" / "inside.txt").is_file()
+    # The build's own /tmp, made just before it (issue 26; package.BUILD_TMP).
+    assert (Path(res.package_dir or "") / "build-tmp" / "inside.txt").is_file()
     assert "TMPDIR=/tmp" in build_output(res)
 
 

@@ -153,6 +153,24 @@ def userns_check(facts: UsernsFacts, sandbox_mode: str) -> Check:
     return Check("user namespaces", ok, detail, USERNS_FIX, required=False)
 
 
+def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: int) -> Check:
+    """Free inodes of the work disk against `max_files` x concurrent grades (issue 26: the disk
+    cap charges bytes, so a flood of empty files could exhaust a disk with few inodes inside it).
+    A filesystem that reports no inode count (f_files 0: btrfs, some network disks) has no limit."""
+    needed = max_files * concurrent
+    if not st.f_files:
+        return Check("work disk inodes", True, f"{work}: the filesystem reports no inode limit", "")
+    return Check(
+        "work disk inodes",
+        st.f_favail >= needed,
+        f"{work}: {st.f_favail} inodes free; "
+        f"max_files {max_files} x {concurrent} concurrent grades = {needed}",
+        "give the work root a disk with that many free inodes (--work-root), or lower --max-files: "
+        "a build that fails for want of an inode is could-not-judge",
+        required=False,
+    )
+
+
 def doctor_checks(config: GraderConfig) -> list[Check]:
     from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
     from lean_mod_add_proof.grading.toolchain import ELAN_FIX, INSTALL_FIX
@@ -278,6 +296,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
                 required=False,
             )
         )
+        checks.append(_inode_check(work, st, config.max_files, concurrent))
     except OSError as exc:
         checks.append(
             Check("work disk", False, f"{work}: {exc.strerror or exc}", "set --work-root", required=False)

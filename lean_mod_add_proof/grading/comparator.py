@@ -455,6 +455,8 @@ def comparator_limits(settings: GraderSettings, work_dir: Path) -> Limits:
         max_disk_mb=settings.max_disk_mb,
         max_file_mb=settings.max_file_mb,
         disk_paths=(work_dir,),
+        max_files=settings.max_files,
+        cpu_threads=settings.threads,
     )
 
 

@@ -268,6 +268,8 @@ class _Env:
             max_disk_mb=c.max_disk_mb,
             max_file_mb=c.max_file_mb,
             disk_paths=(grade_dir,),
+            max_files=c.max_files,
+            cpu_threads=c.threads,
         )
 
     async def run(

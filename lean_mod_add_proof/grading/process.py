@@ -23,11 +23,20 @@ Caps (`Limits`), checked by polling:
   `RSS_POLL_S` (RLIMIT_NPROC is ignored for root, even inside bwrap, so it cannot do this);
 - disk: the allocated size of everything under `Limits.disk_paths` (symlinks not followed, hard
   links counted once), every `DISK_POLL_S` and once more when the command ends;
+- directory entries: how many files, directories and links there are under `Limits.disk_paths`,
+  in the same walk (an inode flood of empty files fills no blocks but exhausts a disk's inodes);
 - file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write with SIGXFSZ);
-- CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only.
+- CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only. RLIMIT_CPU
+  counts each process's CPU time over all its threads, so it is sized from the deadline times
+  the threads a process may use (`cpu_limits`), with the soft limit below the hard one: the kernel
+  sends SIGXCPU at the soft limit (once a second after it) and SIGKILL only at the hard one.
 When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why,
 in exactly one of these forms: `memory cap exceeded (N MiB > M MiB)`,
-`process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`.
+`process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`,
+`file cap exceeded (more than N directory entries)`. A command ended by the CPU backstop (killed by
+SIGXCPU, or by any signal once a process of its tree was seen at its soft limit) gets
+`CPU time cap exceeded (N CPU seconds in one process)`: it is the kernel's kill for the cap, not a
+SIGKILL from outside.
 
 Residual limits (say these plainly wherever the caps are described):
 - Without the sandbox, a process that leaves the command's tree before the watcher has seen it
@@ -106,6 +115,16 @@ from lean_mod_add_proof.grading.workdirs import owner_is_dead, owner_tag
 DRAIN_AFTER_KILL_S = 2.0
 #: Added to the CPU-seconds backstop so it only fires when the wall-clock kill somehow did not.
 CPU_SLACK_S = 5
+#: CPU seconds per wall second one process may use, per thread of the `threads` setting: Lean runs
+#: its main thread beside the `-j` workers, so a busy build of `threads` workers may use up to
+#: `threads + 1` cores; twice `threads` covers that with room to spare.
+CPU_PER_THREAD = 2
+#: How far the hard CPU limit (SIGKILL) is above the soft one (SIGXCPU, the kill that is seen).
+CPU_HARD_GAP_S = 5
+#: A process of the tree seen this close to the soft CPU limit, in a command that then died of a
+#: signal, was stopped by the CPU backstop (the watcher looks every RSS_POLL_S, and a process
+#: cannot use more than a few CPU seconds between two looks).
+CPU_SEEN_MARGIN_S = 2
 _CHUNK = 1 << 16
 #: The most one read of a command's output takes (asyncio's pipe transports read as much).
 _READ_MAX = 1 << 18
@@ -153,6 +172,10 @@ class Limits:
     max_file_mb: int
     """Largest single file (RLIMIT_FSIZE)."""
     disk_paths: tuple[Path, ...] = ()
+    max_files: int | None = None
+    """Directory entries under `disk_paths` together (None: not counted)."""
+    cpu_threads: int = 1
+    """Threads a process may use (the `threads` setting): sizes the CPU-seconds backstop."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +187,9 @@ class CommandOutcome:
     started: bool = True
     limit_exceeded: str | None = None
     """Set when a per-grade cap stopped the command: `memory cap exceeded (N MiB > M MiB)`,
-    `process cap exceeded (more than N processes)` or `disk cap exceeded (N MiB > M MiB)`."""
+    `process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`,
+    `file cap exceeded (more than N directory entries)` or
+    `CPU time cap exceeded (N CPU seconds in one process)`."""
     peak_rss_mb: int = 0
     """Largest summed resident memory of the tree seen while it ran, in MiB (rounded up)."""
 
@@ -222,22 +247,45 @@ def host_fault_reason(exc: BaseException) -> str | None:
     return None
 
 
-def prlimit_argv(prlimit: str, address_space_mb: int, cpu_seconds: int, max_file_mb: int) -> list[str]:
+def prlimit_argv(
+    prlimit: str, address_space_mb: int, cpu_seconds: tuple[int, int], max_file_mb: int
+) -> list[str]:
     """`prlimit` sets the limits on itself and execs the command, so every descendant inherits
     them (rlimits survive exec and fork, and bwrap does not reset them). RLIMIT_FSIZE bounds each
-    file written (an .olean of a huge term, a flood into a file); it does not apply to pipes."""
+    file written (an .olean of a huge term, a flood into a file); it does not apply to pipes.
+    `cpu_seconds` is (soft, hard), written `--cpu=soft:hard` (prlimit(1): "soft:hard")."""
     mib = 1024 * 1024
+    soft, hard = cpu_seconds
     return [
         prlimit,
         f"--as={address_space_mb * mib}",
-        f"--cpu={cpu_seconds}",
+        f"--cpu={soft}:{hard}",
         f"--fsize={max_file_mb * mib}",
         "--",
     ]
 
 
-def cpu_backstop(remaining_s: float) -> int:
-    return max(1, math.ceil(remaining_s)) + CPU_SLACK_S
+def cpu_limits(remaining_s: float, threads: int) -> tuple[int, int]:
+    """(soft, hard) RLIMIT_CPU for a command with `remaining_s` to its deadline whose processes
+    may use `threads` threads (pure). RLIMIT_CPU counts one process's CPU time over all its
+    threads, so a multi-threaded build reaches a limit of `remaining_s` long before its deadline
+    (issue 26: SIGKILLed at 32.6 s of 60 with 2 threads): the soft limit allows
+    `CPU_PER_THREAD * threads` cores for the whole deadline plus `CPU_SLACK_S`, and the hard limit
+    is `CPU_HARD_GAP_S` above it, so the kernel's SIGXCPU comes first and names the cause."""
+    soft = max(1, math.ceil(remaining_s)) * CPU_PER_THREAD * max(1, threads) + CPU_SLACK_S
+    return soft, soft + CPU_HARD_GAP_S
+
+
+def cpu_cap_reason(signum: int | None, peak_cpu_ticks: int, limits: tuple[int, int]) -> str | None:
+    """`CPU time cap exceeded (...)` when the command was ended by the CPU backstop, else None
+    (pure): it died of SIGXCPU (the soft limit's signal, default action: terminate), or of another
+    signal (the hard limit's SIGKILL, or a shell of the tree reporting its child's death) while a
+    process of its tree had been seen within CPU_SEEN_MARGIN_S of the soft limit."""
+    soft, _ = limits
+    seen = peak_cpu_ticks / _CLK_TCK
+    if signum == signal.SIGXCPU or (signum is not None and seen >= soft - CPU_SEEN_MARGIN_S):
+        return f"CPU time cap exceeded ({soft} CPU seconds in one process)"
+    return None
 
 
 def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str, str]:
@@ -296,15 +344,16 @@ def _read_proc(pid: int, name: str, most: int = 4096) -> bytes | None:
         os.close(fd)
 
 
-def _stat(pid: int) -> tuple[int, int, int, bool] | None:
-    """(ppid, start time in clock ticks since boot, RSS in pages, zombie) from /proc/<pid>/stat,
-    or None when the process is gone."""
+def _stat(pid: int) -> tuple[int, int, int, bool, int] | None:
+    """(ppid, start time in clock ticks since boot, RSS in pages, zombie, CPU time in clock ticks)
+    from /proc/<pid>/stat, or None when the process is gone."""
     data = _read_proc(pid, "stat")
     if not data:
         return None
     fields = data[data.rfind(b")") + 2 :].split()  # after the command name, which may hold ")"
-    try:  # field 3 state, 4 ppid, 22 starttime, 24 rss (proc(5)); fields[0] is field 3
-        return int(fields[1]), int(fields[19]), int(fields[21]), fields[0] in (b"Z", b"X")
+    try:  # field 3 state, 4 ppid, 14 utime, 15 stime, 22 starttime, 24 rss (proc(5)); fields[0] is field 3
+        cpu = int(fields[11]) + int(fields[12])
+        return int(fields[1]), int(fields[19]), int(fields[21]), fields[0] in (b"Z", b"X"), cpu
     except (IndexError, ValueError):
         return None
 
@@ -453,10 +502,23 @@ def disk_usage(
     """Allocated bytes of everything under `paths` (symlinks not followed, hard links once), each
     entry at least ENTRY_MIN_BYTES, an unreadable directory UNREADABLE_BYTES. Stops early once
     past `stop_above`, or when `tick` (called every 256 entries) returns True."""
+    return disk_and_entries(paths, stop_above=stop_above, tick=tick)[0]
+
+
+def disk_and_entries(
+    paths: Sequence[Path],
+    *,
+    stop_above: int | None = None,
+    entries_above: int | None = None,
+    tick: Callable[[], bool] | None = None,
+) -> tuple[int, int]:
+    """(`disk_usage`'s bytes, how many directory entries) under `paths`, in one walk: every name
+    is an entry (a second hard link too; its bytes count once). Stops early as `disk_usage` does,
+    and once past `entries_above` entries."""
     total = 0
     seen: set[tuple[int, int]] = set()
     stack = [str(p) for p in paths]
-    n = 0
+    n = 0  # directory entries: every name, a second hard link too (the walk's cost is per name)
     while stack:
         path = stack.pop()
         try:
@@ -472,6 +534,7 @@ def disk_usage(
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                n += 1
                 if st.st_nlink > 1 and not entry.is_dir(follow_symlinks=False):
                     key = (st.st_dev, st.st_ino)
                     if key in seen:
@@ -480,13 +543,14 @@ def disk_usage(
                 total += max(st.st_blocks * 512, ENTRY_MIN_BYTES)
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                n += 1
                 if n % 256 == 0:
                     if stop_above is not None and total > stop_above:
-                        return total
+                        return total, n
+                    if entries_above is not None and n > entries_above:
+                        return total, n
                     if tick is not None and tick():
-                        return total
-    return total
+                        return total, n
+    return total, n
 
 
 class _Watcher:
@@ -523,6 +587,8 @@ class _Watcher:
             self.seen.add(root)
             self.not_before = min(self.not_before, st[1])
         self.peak_rss = 0
+        self.peak_cpu_ticks = 0
+        """The most CPU time (clock ticks) any one process of the tree was seen to have used."""
         self.reason: str | None = None
         self.error: BaseException | None = None
         self._halt = threading.Event()
@@ -584,7 +650,8 @@ class _Watcher:
                 continue
             live[pid] = (st[0], st[3])
             rss += st[2]
-        pending: dict[int, tuple[int, int, int, bool]] = {}
+            self.peak_cpu_ticks = max(self.peak_cpu_ticks, st[4])
+        pending: dict[int, tuple[int, int, int, bool, int]] = {}
         for pid in candidates:
             if pid in self.ours:
                 continue
@@ -616,6 +683,7 @@ class _Watcher:
                     self.seen.add(pid)
                     live[pid] = (ppid, st[3])
                     rss += st[2]
+                    self.peak_cpu_ticks = max(self.peak_cpu_ticks, st[4])
                 elif listing:
                     self.other.add(pid)
         self.live = live
@@ -642,9 +710,15 @@ class _Watcher:
         if lim is None or not lim.disk_paths or self.reason is not None:
             return
         cap = lim.max_disk_mb * _MIB
-        used = disk_usage(lim.disk_paths, stop_above=cap, tick=self._walk_tick)
-        if used > cap and self.reason is None:
+        used, entries = disk_and_entries(
+            lim.disk_paths, stop_above=cap, entries_above=lim.max_files, tick=self._walk_tick
+        )
+        if self.reason is not None:
+            return
+        if used > cap:
             self.exceeded(f"disk cap exceeded ({math.ceil(used / _MIB)} MiB > {lim.max_disk_mb} MiB)")
+        elif lim.max_files is not None and entries > lim.max_files:
+            self.exceeded(f"file cap exceeded (more than {lim.max_files} directory entries)")
 
     # -- killing --
     def exceeded(self, reason: str) -> None:
@@ -1010,7 +1084,8 @@ async def run_command(
         if prlimit is None:
             raise RuntimeError("prlimit not found; it is needed for the file-size cap")
         address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb)
-        full = prlimit_argv(prlimit, address_space, cpu_backstop(remaining), limits.max_file_mb) + full
+        cpu = cpu_limits(remaining, limits.cpu_threads)
+        full = prlimit_argv(prlimit, address_space, cpu, limits.max_file_mb) + full
     # The grader's owner record first (pid namespace, pid, start time), so a later grader can tell
     # the processes of one that was killed outright (see `kill_dead_graders_processes`).
     token = f"{owner_tag()}-{scope_tag(scope)}-{secrets.token_hex(8)}"
@@ -1132,6 +1207,11 @@ async def _watch(
     exit_code, signum = exit_status(returncode, sandboxed=sandboxed)
     if timed_out:
         exit_code = None  # killed by the grader (or it exited just as the deadline passed)
+    limit_exceeded = watcher.reason
+    if limit_exceeded is None and not timed_out and limits is not None:
+        limit_exceeded = cpu_cap_reason(
+            signum, watcher.peak_cpu_ticks, cpu_limits(remaining, limits.cpu_threads)
+        )
     text = capture.text()
     record = CommandRecord(
         stage=stage,
@@ -1147,6 +1227,6 @@ async def _watch(
         record,
         text,
         timed_out=timed_out,
-        limit_exceeded=watcher.reason,
+        limit_exceeded=limit_exceeded,
         peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
     )

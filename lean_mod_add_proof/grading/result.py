@@ -46,6 +46,8 @@ class GraderSettings(BaseModel):
     """Cap on the grade's package directory plus its sandbox /tmp together, in MiB."""
     max_file_mb: int = Field(1024, ge=1)
     """Largest file a Lean process may write, in MiB (a bigger write kills the process)."""
+    max_files: int = Field(20000, ge=100)
+    """Most files, directories and links in a grade's package directory and sandbox /tmp together."""
     max_concurrent: int | None = Field(None, ge=1)
     """How many grades may run Lean at once in this process (default: cores divided by threads)."""
     threads: int = Field(1, ge=1, le=256)
