@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from helpers import (
     DOUBLE_DIR,
+    build_output,
     copy_double,
     marker,
     needs_bwrap,
@@ -34,7 +35,9 @@ from helpers import (
     work_dirs,
 )
 
-from lean_mod_add_proof.grading import pipeline, process, sandbox
+from lean_mod_add_proof.grading import cache as cachemod
+from lean_mod_add_proof.grading import hashing, pipeline, process, sandbox
+from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.process import CommandOutcome
 
 TESTS = Path(__file__).resolve().parent
@@ -446,3 +449,190 @@ async def test_an_outside_sigkill_of_the_judge_after_it_started_on_the_submissio
     res = await run_double(submission(), tmp_path)
     assert res.failed_stage == "leanchecker" and not res.accepted
     assert res.judged is not oom, res.reason
+
+
+# ---- issue 26: no host fault rejects an honest proof ------------------------------------------
+
+
+async def in_flight(tmp_path: Path, mode: str, **cfg: object) -> tuple[asyncio.Task[object], str]:
+    """A grade of a correct proof whose build is running (sleeping) now: it has copied the task's
+    cache entry and will copy the trusted outputs from it once its build is over."""
+    mark = f"{random.randint(2, 3)}.{random.randint(10**6, 10**7 - 1)}"
+    job = asyncio.create_task(run_double(submission(f"build sleep {mark}"), tmp_path, sandbox=mode, **cfg))
+    end = time.monotonic() + 30
+    while not processes_with(mark):
+        assert time.monotonic() < end and not job.done(), "the build never started"
+        await asyncio.sleep(0.02)
+    return job, mark  # type: ignore[return-value]
+
+
+def fail_first(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, code: int, times: int) -> list[int]:
+    """`owner.name` raises OSError(code) on its first `times` calls, then works; returns the count."""
+    real = getattr(owner, name)
+    calls = [0]
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        if calls[0] <= times:
+            raise OSError(code, os.strerror(code), str(args[0]) if args else name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, flaky)
+    return calls
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("times", [1, cachemod.CHECK_ATTEMPTS], ids=["transient", "persistent"])
+async def test_a_host_error_in_one_cache_check_rejects_no_grade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, times: int
+) -> None:
+    """EMFILE while one grade checks the task's cache entry used to make it discard the entry as
+    corrupt, and every grade in flight, whose trusted outputs come from that entry, was then
+    rejected ("...Network.ilean is missing"). The check is retried: once, the grade goes on
+    ("hit"); every time, that grade alone is could-not-judge. The grade in flight is accepted."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # the entry exists
+    first, _ = await in_flight(tmp_path, mode)
+    calls = fail_first(monkeypatch, cachemod, "read_small_file", errno.EMFILE, times)
+    second = await run_double(submission(), tmp_path, sandbox=mode)
+    assert calls[0] == min(times + 1, cachemod.CHECK_ATTEMPTS)
+    if times < cachemod.CHECK_ATTEMPTS:
+        assert second.accepted and second.cache == "hit", second.reason
+    else:
+        not_judged(second, "the cache entry could not be checked", "out of file descriptors (per process)")
+    res = await first
+    assert res.accepted, res.reason  # type: ignore[attr-defined]
+    assert [p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".trash-")] == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_entry_discarded_while_a_grade_reads_it_stays_whole_for_that_grade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Another grade finds the entry corrupt (here: its manifest reads as garbage once) and
+    discards and rebuilds it while a grade is in flight. The grade in flight holds its entry
+    (`EntryPin`) and reads it to the end: accepted. The discarded copy is deleted once no grade
+    holds it (by the next grade's check)."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted
+    first, _ = await in_flight(tmp_path, mode)
+    real = cachemod._parse_manifest
+    seen = [0]
+
+    def garbage_once(*args: object, **kwargs: object) -> object:
+        seen[0] += 1
+        return None if seen[0] == 1 else real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cachemod, "_parse_manifest", garbage_once)
+    second = await run_double(submission(), tmp_path, sandbox=mode)
+    assert second.accepted and second.cache == "built", second.reason
+    cache = tmp_path / "cache"
+    assert [p for p in cache.iterdir() if p.name.startswith(".trash-")] != []  # still held
+    res = await first
+    assert res.accepted, res.reason  # type: ignore[attr-defined]
+    third = await run_double(submission(), tmp_path, sandbox=mode)
+    assert third.accepted and third.cache == "hit", third.reason
+    assert [p.name for p in cache.iterdir() if p.name.startswith((".trash-", ".build-"))] == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.EIO, errno.ENOMEM])
+async def test_a_host_error_re_hashing_the_trusted_files_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, code: int
+) -> None:
+    """The re-hash of the trusted files after the build turned any OSError into "trusted file
+    changed during the build"; a host error there says nothing about the build."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted
+    fail_first(monkeypatch, hashing, "open_beneath", code, 1)
+    res = await run_double(submission(), tmp_path, sandbox=mode)
+    not_judged(res, "the trusted files could not be re-hashed", os.strerror(code))
+    assert res.failed_stage == "build"
+
+
+async def test_a_file_the_build_removed_is_still_a_verdict(tmp_path: Path) -> None:
+    """The other side of the rule: what the build did to a trusted file is the submission's."""
+    res = await run_double(submission("build tamper olean"), tmp_path)
+    assert res.judged and not res.accepted and "trusted file changed during the build" in res.reason, (
+        res.reason
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("olean_route", [False, True], ids=["export", "olean"])
+async def test_a_host_error_copying_into_the_judges_directory_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, olean_route: bool
+) -> None:
+    """The copy of the export (or the build's olean) into the judge's directory turned any
+    OSError into "cannot be opened safely (Too many open files)": a rejection."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode, olean_route=olean_route)).accepted
+    real = pkgmod.open_beneath
+
+    def no_descriptors(root: object, rel: str, **kw: object) -> int:
+        if rel.endswith((pkgmod.EXPORT_FILE, "Submission.olean")):
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real(root, rel, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pkgmod, "open_beneath", no_descriptors)
+    res = await run_double(submission(), tmp_path, sandbox=mode, olean_route=olean_route)
+    not_judged(res, "the judge's directory could not be assembled", "out of file descriptors")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_multi_threaded_build_runs_to_its_deadline(tmp_path: Path, mode: str) -> None:
+    """A build keeping 4 threads busy in one process, with threads=4: the CPU backstop used to be
+    the deadline alone (soft = hard), which such a build reaches at a quarter of its deadline on
+    a machine with 4 free cores (the issue measured 32.6 s of 60 with 2), and was reported as "a
+    SIGKILL that neither the grader nor the OOM killer sent". It now runs until its deadline."""
+    res = await run_double(submission("build burn 4 120"), tmp_path, sandbox=mode, timeout_s=12.0, threads=4)
+    assert res.judged and res.failed_stage == "build", res.reason
+    assert "timed out" in res.reason and "SIGKILL" not in res.reason and "CPU" not in res.reason, res.reason
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_build_stopped_by_the_cpu_backstop_is_that_caps_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """With the backstop made small, the real kernel's SIGXCPU ends the build: a verdict naming
+    the CPU cap, not a SIGKILL from outside."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # prebuilt at full limits
+    monkeypatch.setattr(process, "cpu_limits", lambda remaining, threads: (2, 4))
+    res = await run_double(submission("build burn 1 120"), tmp_path, sandbox=mode)
+    assert res.judged and res.failed_stage == "build", res.reason
+    assert "stopped: CPU time cap exceeded (2 CPU seconds in one process)" in res.reason, res.reason
+
+
+@needs_bwrap
+async def test_a_symlinked_mount_point_left_by_the_build_does_not_stop_the_export(tmp_path: Path) -> None:
+    """With the work root under /tmp, bwrap makes the package's mount point inside the build's
+    /tmp; the build moved that path's first directory aside and left a symlink to nowhere. The
+    export used to share the build's /tmp, so its bwrap could not start ("could not judge: the
+    sandbox (bwrap) did not start"). Each step now has its own /tmp: the grade is a verdict."""
+    if not tmp_path.is_relative_to("/tmp"):
+        pytest.skip("the test's directory is not under /tmp")
+    top = Path("/tmp", tmp_path.relative_to("/tmp").parts[0])
+    res = await run_double(submission(f"build swap-symlink {top} /nonexistent-lmap"), tmp_path, sandbox="on")
+    assert f"swapped {top} for a symlink" in build_output(res), build_output(res)
+    assert res.judged and res.accepted, res.reason
+
+
+@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path) -> None:
+    """A work disk with few inodes (a tmpfs of 2000 in a private mount namespace): build-time
+    code creating 5000 empty files (20 MiB charged, far inside the disk cap) used to exhaust it,
+    and the grade was "could not judge: the work disk is full (no free inode)". The file cap
+    stops it first: a verdict."""
+    small = tmp_path / "small"
+    small.mkdir()
+    got = run_isolated(
+        ["-Urm"],
+        f"mount -t tmpfs -o size=64m,nr_inodes=2000 tmpfs {small} &&",
+        f"""
+        small = Path({str(small)!r})
+        flood = run(submission("build manyfiles 5000"), work_root=small / "work", max_files=1000)
+        honest = run(submission(), work_root=small / "work", max_files=1000)
+        print(json.dumps({{"flood": flood, "honest": honest}}))
+        """,
+        tmp_path,
+    )
+    assert got["honest"]["accepted"], got  # type: ignore[index]
+    flood = got["flood"]
+    assert flood["judged"] is True and not flood["accepted"], flood  # type: ignore[index]
+    assert "file cap exceeded (more than 1000 directory entries)" in flood["reason"], flood  # type: ignore[index]

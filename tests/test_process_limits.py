@@ -608,3 +608,68 @@ async def _gone(mark: str) -> bool:
     while processes_with(mark) and time.monotonic() < end:
         await asyncio.sleep(0.05)
     return processes_with(mark) == []
+
+
+# ---- the CPU backstop and the file cap (issue 26) ----------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_the_cpu_backstop_allows_every_thread_the_whole_deadline_soft_below_hard(threads: int) -> None:
+    """RLIMIT_CPU counts one process's CPU time over all its threads: a limit of the deadline
+    alone SIGKILLed a 2-thread build at about half its deadline. Soft stays below hard, so the
+    kernel's SIGXCPU (which names the cause) comes before its SIGKILL."""
+    soft, hard = process.cpu_limits(60.0, threads)
+    assert soft >= 60 * (threads + 1)  # Lean's main thread beside `threads` workers, all busy
+    assert hard > soft
+    argv = process.prlimit_argv("/usr/bin/prlimit", 16384, (soft, hard), 8)
+    assert f"--cpu={soft}:{hard}" in argv
+
+
+def burner(python: str, *, ignore_xcpu: bool) -> list[str]:
+    """One process burning CPU until its CPU limit ends it (or 60 s pass)."""
+    code = (
+        "import signal, time\n"
+        + ("signal.signal(signal.SIGXCPU, signal.SIG_IGN)\n" if ignore_xcpu else "")
+        + "end = time.monotonic() + 60\nwhile time.monotonic() < end: pass\n"
+    )
+    return [python, "-S", "-c", code]
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+@pytest.mark.parametrize("ignore_xcpu", [False, True], ids=["sigxcpu", "sigkill-at-hard"])
+async def test_a_kill_by_the_cpu_backstop_is_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandboxed: bool, ignore_xcpu: bool
+) -> None:
+    """The real kernel's RLIMIT_CPU (made small here): the soft limit's SIGXCPU, or, for a
+    process that ignores it, the hard limit's SIGKILL, is reported as the CPU cap, never as a
+    SIGKILL that came from outside (which would read as the submission killing itself)."""
+    monkeypatch.setattr(process, "cpu_limits", lambda remaining, threads: (1, 3))
+    out = await run(
+        tmp_path, burner(python_for(sandboxed), ignore_xcpu=ignore_xcpu), sandboxed=sandboxed, seconds=60
+    )
+    assert not out.timed_out
+    assert out.record.signal == (9 if ignore_xcpu else 24), out.record
+    assert out.limit_exceeded == "CPU time cap exceeded (1 CPU seconds in one process)", out
+
+
+def test_the_cpu_cap_reason_needs_sigxcpu_or_a_process_seen_at_the_soft_limit() -> None:
+    tck = os.sysconf("SC_CLK_TCK")
+    assert process.cpu_cap_reason(24, 0, (100, 105)) is not None  # SIGXCPU names itself
+    assert process.cpu_cap_reason(9, 99 * tck, (100, 105)) is not None  # seen at the soft limit
+    assert process.cpu_cap_reason(9, 10 * tck, (100, 105)) is None  # a SIGKILL from elsewhere
+    assert process.cpu_cap_reason(None, 200 * tck, (100, 105)) is None  # it exited by itself
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+async def test_a_flood_of_empty_files_stops_at_the_file_cap(tmp_path: Path, sandboxed: bool) -> None:
+    """Empty files hold no blocks: under a 1 GiB disk cap, 3000 of them (12 MiB charged) pass,
+    but the file cap counts every directory entry under the grade (issue 26: an inode flood)."""
+    script = 'mkdir -p many && i=0; while [ "$i" -lt 3000 ]; do : > "many/f$i"; i=$((i + 1)); done; sleep 2'
+    out = await run(tmp_path, ["sh", "-c", script], sandboxed=sandboxed, lim=limits(tmp_path, max_files=1000))
+    assert out.limit_exceeded == "file cap exceeded (more than 1000 directory entries)", out
+    other = tmp_path / "uncapped"
+    other.mkdir()
+    fine = await run(other, ["sh", "-c", script], sandboxed=sandboxed)  # no file cap: the disk cap is plenty
+    assert fine.limit_exceeded is None and fine.record.exit_code == 0, fine
+    used, entries = process.disk_and_entries([other])
+    assert entries > 3000 and used >= 3000 * process.ENTRY_MIN_BYTES

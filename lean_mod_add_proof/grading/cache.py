@@ -20,7 +20,7 @@ grade holds it open with a shared `flock` (`EntryPin`) from the check until it r
 reads the entry through those descriptors, never by path again. A discard renames the entry aside
 (`.trash-*`: the key is free at once for a rebuild) and deletes it only under an exclusive
 `flock`, so never while any grade, in this process or another, still holds it; what is left
-pinned is deleted by the next discard or sweep that finds it unpinned. A host error while
+pinned is deleted by the next `ensure_entry` (or discard, or sweep) that finds it unpinned. A host error while
 checking an entry (`oserrors.host_errno`: out of descriptors, an I/O error, ...) is no evidence of
 corruption: the check is retried, and if it persists the error is raised for this grade only.
 
@@ -297,11 +297,17 @@ def _discard(path: Path, ident: tuple[int, int] | None) -> str | None:
             return None
     except OSError:
         pass
-    with contextlib.suppress(OSError):
-        for name in os.listdir(path.parent):  # ours, and any left pinned before
-            if name.startswith(workdirs.CACHE_TRASH_PREFIX):
-                workdirs.remove_unless_pinned(path.parent / name)
+    reap_trash(path.parent)
     return None if not os.path.lexists(path) else "it came back while being removed"
+
+
+def reap_trash(cache_root: Path) -> None:
+    """Delete every entry moved aside (`.trash-*`) that no grade holds any more, this process's
+    included (`sweep_dead` deletes only those of dead owners). Never raises."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(cache_root):
+            if name.startswith(workdirs.CACHE_TRASH_PREFIX):
+                workdirs.remove_unless_pinned(cache_root / name)
 
 
 async def prebuild_package(
@@ -396,6 +402,8 @@ async def ensure_entry(
                 raise CacheUnusable(f"a corrupt cache entry cannot be removed: {why}")
 
     async with _lock_for(cache_root, key):
+        # What an earlier discard left because a grade still held it (`EntryPin`).
+        await workdirs.run_in_thread(reap_trash, cache_root)
         checked = await check()
         if checked.manifest is not None:
             return CacheEntry(entry_dir / "package", checked.manifest, "hit", pin=checked.pin)
