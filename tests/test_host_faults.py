@@ -623,7 +623,7 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path) -> None:
     small.mkdir()
     got = run_isolated(
         ["-Urm"],
-        f"mount -t tmpfs -o size=64m,nr_inodes=2000 tmpfs {small} &&",
+        f"mount -t tmpfs -o size=256m,nr_inodes=2000 tmpfs {small} &&",
         f"""
         small = Path({str(small)!r})
         flood = run(submission("build manyfiles 5000"), work_root=small / "work", max_files=1000)
