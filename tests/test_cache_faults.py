@@ -5,6 +5,7 @@ error, a hang or an unbounded read. Real files, FIFOs, device nodes and chattr w
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import shutil
@@ -386,3 +387,98 @@ async def test_an_unusable_cache_always_says_why(tmp_path: Path) -> None:
     assert res.accepted and res.cache == "off", res.reason
     assert res.cache_note.startswith("cache unusable: cannot create the cache directory"), res.cache_note
     assert "Not a directory" in res.cache_note
+
+
+# ---- pinned entries and host errors (issue 26) -----------------------------------------------
+
+
+def package_files(fd: int) -> dict[str, bytes]:
+    """Every file of a package read through its directory descriptor (as a pinned grade reads)."""
+    out: dict[str, bytes] = {}
+    for rel in hashing.hash_tree(fd):
+        src = hashing.open_beneath(".", rel, root_fd=fd)
+        with os.fdopen(src, "rb") as f:
+            out[rel] = f.read()
+    return out
+
+
+async def test_an_entry_a_grade_holds_survives_its_discard_and_goes_once_released(tmp_path: Path) -> None:
+    """A grade holds its entry (`EntryPin`) from the check on; the entry is then found corrupt
+    (a file appended to) and discarded and rebuilt for the next grade. The holder still reads
+    every byte it was given, through its descriptor; the discarded copy is deleted only once it
+    is released, by the next `ensure_entry`."""
+    root, entry_dir = await fresh(tmp_path)
+    held = await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())
+    assert held.status == "hit" and held.pin is not None and held.pin.held
+    before = package_files(held.pin.package_fd)
+    with open(entry_dir / "package" / "stray", "wb") as f:  # corrupt: an extra file
+        f.write(b"x")
+    rebuilt = await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())
+    assert rebuilt.status == "built"
+    trash = [n for n in temp_dirs(root) if n.startswith(".trash-")]
+    assert len(trash) == 1  # kept: a grade still holds it
+    after = package_files(held.pin.package_fd)
+    assert after == {**before, "stray": b"x"}  # the very directory it held, nothing deleted
+    held.pin.release()
+    assert not held.pin.held
+    again = await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())
+    assert again.status == "hit" and temp_dirs(root) == []
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE, errno.EIO, errno.ENOMEM])
+def test_a_host_error_while_matching_a_tree_is_raised_not_a_mismatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    (tmp_path / "f").write_bytes(b"data")
+    manifest = hashing.hash_tree(tmp_path)
+    assert hashing.tree_matches(tmp_path, manifest)
+
+    def refused(*_: object, **__: object) -> int:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(hashing, "open_regular", refused)
+    with pytest.raises(OSError) as raised:
+        hashing.tree_matches(tmp_path, manifest)
+    assert raised.value.errno == code
+    with pytest.raises(OSError):
+        hashing.hash_files(tmp_path, ["f"])
+
+
+def test_what_the_input_did_is_still_a_mismatch(tmp_path: Path) -> None:
+    """A file missing, replaced by a symlink or made unreadable by mode is the input's doing."""
+    (tmp_path / "f").write_bytes(b"data")
+    manifest = hashing.hash_tree(tmp_path)
+    (tmp_path / "f").unlink()
+    assert not hashing.tree_matches(tmp_path, manifest)
+    assert hashing.hash_files(tmp_path, ["f"]) == {"f": None}
+    (tmp_path / "f").symlink_to("/etc/hostname")
+    assert not hashing.tree_matches(tmp_path, manifest)
+    assert hashing.hash_files(tmp_path, ["f"]) == {"f": None}
+
+
+@pytest.mark.parametrize("times", [1, cachemod.CHECK_ATTEMPTS])
+async def test_a_host_error_in_a_check_is_retried_never_a_discard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, times: int
+) -> None:
+    root, entry_dir = await fresh(tmp_path)
+    ident = os.stat(entry_dir).st_ino
+    real = cachemod.read_small_file
+    calls = [0]
+
+    def flaky(*args: object, **kwargs: object) -> bytes:
+        calls[0] += 1
+        if calls[0] <= times:
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cachemod, "read_small_file", flaky)
+    prebuild = FakePrebuild()
+    if times < cachemod.CHECK_ATTEMPTS:
+        hit = await cachemod.ensure_entry(root, KEY, SOURCES, prebuild)
+        assert hit.status == "hit"
+    else:
+        with pytest.raises(OSError) as raised:
+            await cachemod.ensure_entry(root, KEY, SOURCES, prebuild)
+        assert raised.value.errno == errno.EMFILE
+    assert prebuild.calls == 0 and os.stat(entry_dir).st_ino == ident  # never discarded
+    assert temp_dirs(root) == []

@@ -47,3 +47,17 @@ def test_the_work_disk_must_hold_every_concurrent_grades_disk_cap(tmp_path: Path
     too_big = max(16, free_mb + 1024)
     short = _checks(tmp_path, max_disk_mb=too_big, max_concurrent=1)["work disk"]
     assert not short.ok  # type: ignore[attr-defined]
+
+
+def test_the_work_disk_must_have_inodes_for_every_concurrent_grades_file_cap(tmp_path: Path) -> None:
+    """The disk cap charges bytes; an inode flood within it needs the file cap, and the work disk
+    needs `max_files` x concurrent grades free inodes (issue 26)."""
+    st = os.statvfs(tmp_path)
+    row = _checks(tmp_path, max_files=100, max_concurrent=2)["work disk inodes"]
+    if not st.f_files:
+        assert row.ok and "reports no inode limit" in row.detail  # type: ignore[attr-defined]
+        return
+    assert "max_files 100 x 2 concurrent grades = 200" in row.detail  # type: ignore[attr-defined]
+    assert "inodes free" in row.detail and row.ok is (st.f_favail >= 200)  # type: ignore[attr-defined]
+    short = _checks(tmp_path, max_files=st.f_favail + 1, max_concurrent=1)["work disk inodes"]
+    assert not short.ok  # type: ignore[attr-defined]

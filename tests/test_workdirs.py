@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import random
 import shutil
@@ -418,3 +419,39 @@ def test_a_nearly_full_work_disk_is_named(tmp_path: Path, monkeypatch: pytest.Mo
 def test_work_scope_is_the_swept_root() -> None:
     assert workdirs.work_scope(None) == os.path.abspath(tempfile.gettempdir())
     assert workdirs.work_scope(Path("rel/w")) == os.path.abspath("rel/w")
+
+
+def test_a_dead_owners_trash_that_a_live_grade_holds_is_left_until_released(tmp_path: Path) -> None:
+    """A discarded cache entry (`.trash-*`) whose discarder died while another grade still reads
+    it (a shared flock, `cache.EntryPin`) is not swept; once released it is."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    trash = cache / f"{workdirs.CACHE_TRASH_PREFIX}{workdirs._pid_namespace()}-{2**22 + 7}-1-abcd1234"
+    (trash / "package").mkdir(parents=True)
+    (trash / "package" / "Network.olean").write_bytes(b"still read")
+    assert workdirs.owner_is_dead(*(workdirs.parse_owner(trash.name, workdirs.CACHE_TEMP_PREFIXES) or ()))
+    reader = os.open(trash, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(reader, fcntl.LOCK_SH)
+        assert workdirs.sweep_dead(None, cache) == []
+        assert not workdirs.remove_unless_pinned(trash)
+        assert (trash / "package" / "Network.olean").read_bytes() == b"still read"
+    finally:
+        os.close(reader)
+    assert workdirs.sweep_dead(None, cache) == [trash]
+    assert not os.path.lexists(trash)
+    assert workdirs.remove_unless_pinned(trash)  # nothing there: done
+
+
+def test_a_pinned_entry_copies_through_its_descriptor(tmp_path: Path) -> None:
+    src = tmp_path / "entry" / "package"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "f").write_bytes(b"bytes")
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        src.parent.rename(tmp_path / "moved-aside")  # the path no longer names it
+        for n in range(2):  # the descriptor stays usable (scandir rewinds a directory fd)
+            workdirs.copy_package(fd, tmp_path / f"copy{n}")
+            assert (tmp_path / f"copy{n}" / "d" / "f").read_bytes() == b"bytes"
+    finally:
+        os.close(fd)

@@ -39,6 +39,7 @@ from pathlib import Path
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading.hashing import sha256_file
 from lean_mod_add_proof.grading.judge_source import judge_text
+from lean_mod_add_proof.grading.oserrors import host_errno
 from lean_mod_add_proof.grading.package import JUDGE_FILE
 from lean_mod_add_proof.grading.process import CommandOutcome, HostFault
 from lean_mod_add_proof.grading.result import CommandRecord, VerdictFrom
@@ -110,12 +111,15 @@ def stat_ident(path: Path) -> tuple[int, int, int, int, int]:
 
 
 def unchanged(judge: NativeJudge, *, rehash: bool) -> bool:
-    """Whether the executable is still exactly what was verified (blocking: run it in a thread)."""
+    """Whether the executable is still exactly what was verified (blocking: run it in a thread).
+    A host error (`oserrors.host_errno`) is raised: it is no evidence that the file changed."""
     try:
         if stat_ident(judge.path) != judge.ident:
             return False
         return not rehash or sha256_file(judge.path) == judge.sha256
-    except OSError:
+    except OSError as exc:
+        if host_errno(exc) is not None:
+            raise
         return False
 
 
