@@ -302,11 +302,16 @@ def _discard(path: Path, ident: tuple[int, int] | None) -> str | None:
 
 
 def reap_trash(cache_root: Path) -> None:
-    """Delete every entry moved aside (`.trash-*`) that no grade holds any more, this process's
-    included (`sweep_dead` deletes only those of dead owners). Never raises."""
+    """Delete the entries this process moved aside (`.trash-*`) that no grade, here or in another
+    process, holds any more, and those of dead owners. Another live process's are left to it: it
+    may be between moving one aside and checking what it moved. Never raises."""
+    me = workdirs.owner_tag()
     with contextlib.suppress(OSError):
         for name in os.listdir(cache_root):
-            if name.startswith(workdirs.CACHE_TRASH_PREFIX):
+            owner = workdirs.parse_owner(name, (workdirs.CACHE_TRASH_PREFIX,))
+            if owner is None:
+                continue
+            if "-".join(map(str, owner)) == me or workdirs.owner_is_dead(*owner):
                 workdirs.remove_unless_pinned(cache_root / name)
 
 

@@ -159,8 +159,10 @@ def remove_unless_pinned(path: Path) -> bool:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return True
-    except OSError:
-        return remove_tree(path)  # not a directory we can open: nobody can hold it either
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP):  # a file or a symlink: nobody holds it
+            return remove_tree(path)
+        return False  # cannot tell whether it is held (out of descriptors, ...): leave it
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
