@@ -11,6 +11,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -481,4 +482,40 @@ async def test_a_host_error_in_a_check_is_retried_never_a_discard(
             await cachemod.ensure_entry(root, KEY, SOURCES, prebuild)
         assert raised.value.errno == errno.EMFILE
     assert prebuild.calls == 0 and os.stat(entry_dir).st_ino == ident  # never discarded
+    assert temp_dirs(root) == []
+
+
+HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from lean_mod_add_proof.grading import cache
+sys.path.insert(0, sys.argv[2])
+from test_cache_faults import KEY, SOURCES, FakePrebuild
+entry = asyncio.run(cache.ensure_entry(Path(sys.argv[1]), KEY, SOURCES, FakePrebuild()))
+assert entry.status == "hit" and entry.pin is not None
+print("held", flush=True)
+sys.stdin.read()  # holds the entry until the parent closes our stdin (or kills us)
+"""
+
+
+async def test_an_entry_held_by_another_process_is_not_deleted_under_it(tmp_path: Path) -> None:
+    """The hold is a `flock`, so it works across grader processes: a discard in this process
+    leaves the entry another process holds, and deletes it once that process is gone."""
+    root, entry_dir = await fresh(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(root), str(Path(__file__).parent)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        (entry_dir / "manifest.json").write_text("[]")  # corrupt: the next check discards it
+        assert (await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())).status == "built"
+        trash = [n for n in temp_dirs(root) if n.startswith(".trash-")]
+        assert len(trash) == 1 and (root / trash[0] / "package").is_dir()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())).status == "hit"
     assert temp_dirs(root) == []
