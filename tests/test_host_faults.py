@@ -638,3 +638,19 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path) -> None:
     flood = got["flood"]
     assert flood["judged"] is True and not flood["accepted"], flood  # type: ignore[index]
     assert "file cap exceeded (more than 1000 directory entries)" in flood["reason"], flood  # type: ignore[index]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("step_tmp", [pkgmod.EXPORT_TMP, pkgmod.JUDGE_TMP])
+async def test_a_build_that_makes_a_later_steps_tmp_gets_a_verdict(
+    tmp_path: Path, mode: str, step_tmp: str
+) -> None:
+    """The other side of per-step /tmp: unsandboxed, `../export-tmp` is the grade's own directory,
+    and a build that made it wrote outside its package (a verdict, never could-not-judge);
+    sandboxed, the same path is inside the build's own /tmp and changes nothing."""
+    res = await run_double(submission(f"build write ../{step_tmp}"), tmp_path, sandbox=mode, skip_guard=True)
+    assert res.judged, res.reason
+    if mode == "on":
+        assert res.accepted, res.reason
+    else:
+        assert res.failed_stage == "build" and f"{step_tmp} exists already" in res.reason, res.reason
