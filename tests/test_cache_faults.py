@@ -519,3 +519,23 @@ async def test_an_entry_held_by_another_process_is_not_deleted_under_it(tmp_path
         holder.wait()
     assert (await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())).status == "hit"
     assert temp_dirs(root) == []
+
+
+@pytest.mark.parametrize("code", [errno.ENOLCK, errno.EOPNOTSUPP])
+async def test_a_cache_without_flock_is_unusable_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """Where the cache's filesystem cannot lock, no grade can hold an entry: the cache is not
+    used (the caller builds in place), rather than read an entry a discard could delete."""
+    root, _ = await fresh(tmp_path)
+
+    def no_locks(fd: int, how: int) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(cachemod.fcntl, "flock", no_locks)
+    with pytest.raises(cachemod.CacheUnusable, match="cannot lock an entry"):
+        await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())
+    shutil.rmtree(root)
+    with pytest.raises(cachemod.CacheUnusable, match="cannot lock an entry"):
+        await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())  # a fresh build too
+    assert temp_dirs(root) == []

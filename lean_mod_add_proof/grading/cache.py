@@ -128,8 +128,10 @@ class EntryPin:
     def release(self) -> None:
         fds, self._fds = self._fds, None
         for fd in fds or ():
-            with contextlib.suppress(OSError):
+            try:
                 os.close(fd)  # the flock goes with the last descriptor of the open file
+            except OSError:
+                pass
 
     def __del__(self) -> None:
         self.release()
@@ -166,11 +168,26 @@ class _Checked:
     pin: EntryPin | None = None
 
 
+def _lock(fd: int, how: int) -> None:
+    """`flock(fd, how)`; BlockingIOError when another holds a conflicting lock (with LOCK_NB).
+    A filesystem without flock (some FUSE and network ones) cannot hold an entry for a grade:
+    CacheUnusable, and the grade builds in place rather than read an entry a discard could delete
+    under it."""
+    try:
+        fcntl.flock(fd, how)
+    except BlockingIOError:
+        raise
+    except OSError as exc:
+        if host_errno(exc) is not None:
+            raise
+        raise CacheUnusable(f"the cache directory cannot lock an entry (flock: {_why(exc)})") from None
+
+
 def _pin_shared(fd: int) -> bool:
     """Take a shared flock on the entry directory `fd`; False when a discard holds it exclusively
     (it is deleting that entry: no longer at its name)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        _lock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True
@@ -269,7 +286,7 @@ def _pin_fresh(tmp: Path) -> EntryPin:
     """Hold a just-built entry (still at its `.build-*` name) before it is renamed into place."""
     fd = open_dir(tmp)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)  # nobody else knows this directory yet: never blocks
+        _lock(fd, fcntl.LOCK_SH)  # nobody else knows this directory yet: never blocks
         return EntryPin(fd, open_dir("package", dir_fd=fd))
     except BaseException:
         os.close(fd)
