@@ -20,9 +20,11 @@ grade holds it open with a shared `flock` (`EntryPin`) from the check until it r
 reads the entry through those descriptors, never by path again. A discard renames the entry aside
 (`.trash-*`: the key is free at once for a rebuild) and deletes it only under an exclusive
 `flock`, so never while any grade, in this process or another, still holds it; what is left
-pinned is deleted by the next `ensure_entry` (or discard, or sweep) that finds it unpinned. A host error while
-checking an entry (`oserrors.host_errno`: out of descriptors, an I/O error, ...) is no evidence of
-corruption: the check is retried, and if it persists the error is raised for this grade only.
+pinned is deleted by this process's next `ensure_entry` that finds it unpinned (`reap_trash`), or
+by `sweep_dead` once this process is dead. A host error while checking an entry
+(`oserrors.host_errno`: out of descriptors, an I/O error, ...) is no evidence of corruption: the
+check is retried, and if it persists the error is raised for this grade only. A filesystem
+without `flock` makes the cache unusable (CacheUnusable).
 
 Temporary directories (`.build-*` while building, `.trash-*` while deleting) carry their owner in
 their name (see workdirs), so `workdirs.sweep_dead` removes them once their owner is dead.
@@ -295,11 +297,10 @@ def _pin_fresh(tmp: Path) -> EntryPin:
 
 def _discard(path: Path, ident: tuple[int, int] | None) -> str | None:
     """Move `path` aside (atomic, so no reader sees a half-deleted entry), then delete it unless a
-    grade still holds it (`EntryPin`; then the next discard or sweep deletes it). Returns None when
-    the caller may go on building, else why the entry could not be removed. If what was moved is
-    not what was checked (another grader installed a fresh entry meanwhile), it is put back and
-    None returned: the caller's rename then loses to it and re-checks it. Other unpinned
-    `.trash-*` directories of the cache root are deleted on the way."""
+    grade still holds it (`EntryPin`; then `reap_trash` deletes it later). Returns None when the
+    caller may go on building, else why the entry could not be removed. If what was moved is not
+    what was checked (another grader installed a fresh entry meanwhile), it is put back and None
+    returned: the caller's rename then loses to it and re-checks it."""
     trash = path.with_name(workdirs.owned_name(workdirs.CACHE_TRASH_PREFIX))
     try:
         os.rename(path, trash)
