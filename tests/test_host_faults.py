@@ -654,3 +654,46 @@ async def test_a_build_that_makes_a_later_steps_tmp_gets_a_verdict(
         assert res.accepted, res.reason
     else:
         assert res.failed_stage == "build" and f"{step_tmp} exists already" in res.reason, res.reason
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_cached_trusted_output_changed_under_a_grade_is_the_builds_only_unsandboxed(
+    tmp_path: Path, mode: str
+) -> None:
+    """The entry a grade holds is changed in place while its build runs (here by the test; a disk
+    fault or another process could). Only an unsandboxed build can reach the cache, so only then is
+    it the submission's doing (a verdict); sandboxed it is could-not-judge."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted
+    first, _ = await in_flight(tmp_path, mode)
+    [weights] = [p for p in (tmp_path / "cache").rglob("Weights.olean") if "judge-" not in str(p)]
+    with open(weights, "ab") as f:
+        f.write(b"changed")
+    res = await first
+    assert not res.accepted and res.failed_stage == "build", res.reason  # type: ignore[attr-defined]
+    if mode == "on":
+        not_judged(res, "the cached trusted outputs cannot be read", "does not match the prebuilt copy")
+    else:
+        assert res.judged and "does not match the prebuilt copy" in res.reason, res.reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_permission_error_on_the_export_is_the_builds_only_unsandboxed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The export file is the grader's (it created it and handed the exporter only the open
+    file): sandboxed, no step could change its mode, so EACCES there is the host's; unsandboxed,
+    the build could have, so it is a verdict."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted
+    real = pkgmod.open_beneath
+
+    def denied(root: object, rel: str, **kw: object) -> int:
+        if rel == pkgmod.EXPORT_FILE:
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        return real(root, rel, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pkgmod, "open_beneath", denied)
+    res = await run_double(submission(), tmp_path, sandbox=mode)
+    if mode == "on":
+        not_judged(res, "the judge's directory could not be assembled", "denied access to its own file")
+    else:
+        assert res.judged and "cannot be opened safely (Permission denied)" in res.reason, res.reason

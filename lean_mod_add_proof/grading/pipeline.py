@@ -786,7 +786,9 @@ class _Grade:
                 raise _not_judged("build", f"the cached trusted outputs cannot be read: {exc}") from None
             raise _Failed("build", f"the build's output cannot be judged: {exc}") from None
         except OSError as exc:  # the host's, never the submission's (oserrors.host_errno)
-            if (why := host_fault_reason(exc)) is None:
+            # Sandboxed, the build reaches nothing in the grade's directory outside its package:
+            # a permission error on the grader's own files there is the host's too.
+            if (why := host_errno(exc, grader_files=env.sandboxed)) is None:
                 raise
             raise _not_judged("build", f"the judge's directory could not be assembled: {why}") from None
 
