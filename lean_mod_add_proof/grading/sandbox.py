@@ -53,18 +53,19 @@ def bwrap_argv(
 ) -> list[str]:
     """The bwrap prefix for one command (pure).
 
-    /tmp is `tmp_dir` from the host, bound writable (the grade's own tmp directory, so what the
-    command puts in /tmp is on disk, inside the grade directory, and counts towards the disk
-    cap), or a fresh tmpfs when `tmp_dir` is None (only the probe: a tmpfs is unbounded RAM).
+    /tmp is `tmp_dir` from the host, bound writable (the step's own tmp directory in the grade
+    directory, so what the command puts in /tmp is on disk and counts towards the disk cap), or a
+    fresh tmpfs when `tmp_dir` is None (only the probe: a tmpfs is unbounded RAM).
 
     Order matters: later mounts cover earlier ones, so /tmp comes first, then the toolchain and
     the package directory (either may live under the host's /tmp) are bound over it, then the
     trusted files read-only over that. A mount point under /tmp that does not exist there is
     created by bwrap, so binding the package at e.g. /tmp/w/grade/package leaves the empty
     directories w/grade/package in `tmp_dir` on the host. A command may swap one of them for a
-    symlink; bwrap then refuses to start the next command (absolute target) or mounts the same
-    package, with the same read-only files over it, at the link's target (relative): it cannot
-    show the next command another package.
+    symlink; bwrap would then refuse to start a later command given the same `tmp_dir` (absolute
+    target) or mount the same package at the link's target (relative). So every untrusted step
+    gets its own `tmp_dir`, made just before it starts (pipeline: `package.BUILD_TMP`,
+    `EXPORT_TMP`, `JUDGE_TMP`; issue 26): no step's set-up stands on what an earlier one wrote.
 
     No `--new-session`: it calls setsid(), which would take the command out of the process group
     the grader kills. `--die-with-parent` plus the PID namespace (torn down when its init exits)
