@@ -291,7 +291,7 @@ def cpu_cap_reason(signum: int | None, peak_cpu_ticks: int, limits: tuple[int, i
 def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str, str]:
     """The complete environment of every Lean process: nothing inherited from the grader (no API
     keys, no ELAN_*, no LEAN_PATH), one thread. `tmpdir` is TMPDIR: `/tmp` inside the sandbox
-    (bound to the grade's own tmp directory), the grade's tmp directory itself without it, so
+    (bound to the step's own tmp directory), that directory itself without it, so
     temporary files stay inside the grade directory and count towards its disk cap."""
     path = "/usr/bin:/bin"
     if toolchain_bin is not None:
