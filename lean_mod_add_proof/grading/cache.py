@@ -51,6 +51,7 @@ from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.hashing import (
     SPECIAL,
     SYMLINK,
+    Stopped,
     check_budget,
     hash_tree,
     open_dir,
@@ -277,6 +278,9 @@ def _check_entry(
             return _Checked("corrupt", ident=ident)
         pin = EntryPin(fd, pkg)
         fd = pkg = -1  # the pin owns them now
+        if stop is not None and stop.is_set():  # cancelled meanwhile: nobody will take the pin
+            pin.release()
+            raise Stopped
         return _Checked("ok", parsed.files, ident, pin)
     finally:
         for owned in (fd, pkg):
