@@ -539,3 +539,24 @@ async def test_a_cache_without_flock_is_unusable_not_an_error(
     with pytest.raises(cachemod.CacheUnusable, match="cannot lock an entry"):
         await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())  # a fresh build too
     assert temp_dirs(root) == []
+
+
+async def test_cancelled_checks_leave_no_entry_held(tmp_path: Path) -> None:
+    """A check cancelled at any point holds nothing afterwards: no descriptor stays open, and a
+    discard can delete the entry at once."""
+    root, entry_dir = await fresh(tmp_path)
+    fds = len(os.listdir("/proc/self/fd"))
+    for delay in (0.0, 0.0005, 0.001, 0.002, 0.005, 0.01):
+        task = asyncio.create_task(cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild()))
+        await asyncio.sleep(delay)
+        task.cancel()
+        try:
+            entry = await task
+        except asyncio.CancelledError:
+            continue
+        assert entry.pin is not None
+        entry.pin.release()
+    assert len(os.listdir("/proc/self/fd")) <= fds
+    (entry_dir / "manifest.json").write_text("[]")
+    assert (await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())).status == "built"
+    assert temp_dirs(root) == []  # the discarded entry was deleted at once: nobody held it
