@@ -616,7 +616,8 @@ async def test_a_symlinked_mount_point_left_by_the_build_does_not_stop_the_expor
 
 
 @pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
-def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> None:
     """A work disk with few inodes (a tmpfs of 2000 in a private mount namespace): build-time
     code creating 5000 empty files (20 MiB charged, far inside the disk cap) used to exhaust it,
     and the grade was "could not judge: the work disk is full (no free inode)". The file cap
@@ -628,13 +629,14 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path) -> None:
         f"mount -t tmpfs -o size=256m,nr_inodes=2000 tmpfs {small} &&",
         f"""
         small = Path({str(small)!r})
-        flood = run(submission("build manyfiles 5000"), work_root=small / "work", max_files=1000)
-        honest = run(submission(), work_root=small / "work", max_files=1000)
+        cfg = dict(work_root=small / "work", max_files=1000, sandbox={mode!r})
+        flood = run(submission("build manyfiles 5000"), **cfg)
+        honest = run(submission(), **cfg)
         print(json.dumps({{"flood": flood, "honest": honest}}))
         """,
         tmp_path,
     )
-    assert got["honest"]["accepted"], got  # type: ignore[index]
+    assert got["honest"]["accepted"] and got["honest"]["sandboxed"] is (mode == "on"), got  # type: ignore[index]
     flood = got["flood"]
     assert flood["judged"] is True and not flood["accepted"], flood  # type: ignore[index]
     assert "file cap exceeded (more than 1000 directory entries)" in flood["reason"], flood  # type: ignore[index]
