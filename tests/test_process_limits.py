@@ -356,6 +356,24 @@ def test_a_shared_look_is_taken_only_when_it_began_after_the_watchers_last_look(
     assert reads == [7, 7]
 
 
+def test_shared_looks_forget_what_no_watcher_can_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `_SHARED_LOOKS_MAX` entries, looks older than `_RANGE_GAP_S` (which no range look
+    can use) are dropped; newer ones stay."""
+    clock = [1000.0]
+    monkeypatch.setattr(process, "_stat", lambda pid: None)
+    monkeypatch.setattr(process, "_SHARED_LOOKS_MAX", 4)
+    monkeypatch.setattr(process.time, "monotonic", lambda: clock[0])
+    looks = process._SharedLooks()
+    for pid in range(4):
+        looks.stat(pid, after=0.0)
+    clock[0] += process._RANGE_GAP_S + 0.5
+    looks.stat(10, after=0.0)  # the fifth: the four old ones go
+    assert sorted(looks._seen) == [10]
+    for pid in range(11, 15):
+        looks.stat(pid, after=0.0)
+    assert sorted(looks._seen) == [10, 11, 12, 13, 14]  # all recent: kept
+
+
 @needs_bwrap
 async def test_in_the_sandbox_even_an_unmarked_double_fork_dies(tmp_path: Path) -> None:
     """The residual gap without the sandbox (a double fork that also clears its environment)

@@ -339,6 +339,7 @@ class _SharedLooks:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen: dict[int, tuple[float, tuple[int, int, int, bool] | None]] = {}
+        self._prune_above = _SHARED_LOOKS_MAX
 
     def stat(self, pid: int, *, after: float) -> tuple[int, int, int, bool] | None:
         found = self._seen.get(pid)
@@ -350,13 +351,15 @@ class _SharedLooks:
             old = self._seen.get(pid)
             if old is None or old[0] < began:
                 self._seen[pid] = (began, st)
-            if len(self._seen) > _SHARED_LOOKS_MAX:
+            if len(self._seen) > self._prune_above:
                 stale = began - _RANGE_GAP_S
                 self._seen = {p: look for p, look in self._seen.items() if look[0] > stale}
+                # amortised: a host allocating pids faster than this does not prune every time
+                self._prune_above = max(_SHARED_LOOKS_MAX, 2 * len(self._seen))
         return st
 
 
-#: When the shared looks are pruned of those older than `_RANGE_GAP_S` (never used again).
+#: How many shared looks are kept before those older than `_RANGE_GAP_S` (never used again) go.
 _SHARED_LOOKS_MAX = 4 * _RANGE_MAX
 _shared_looks = _SharedLooks()
 
