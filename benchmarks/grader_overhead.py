@@ -200,6 +200,7 @@ async def paired(tmp: Path, rounds: int, sandbox: str) -> dict[str, Any]:
         "bare": statistics.median(bares),
         "total": statistics.median(totals),
         "overhead": statistics.median(overheads),
+        "overhead_quartiles": statistics.quantiles(overheads, n=4)[::2],
         "processes": statistics.median(processes),
         "cold": len(first.commands),
         "cold_lean": sum(Path(c.argv[0]).name in ("lean", "leanc") for c in first.commands),
@@ -274,6 +275,10 @@ def main() -> int:
             ("the commands run bare (ms)", lambda f: f"{f['bare'] * 1000:.1f}"),
             ("the whole grade (ms)", lambda f: f"{f['total'] * 1000:.1f}"),
             ("grader overhead (grade - bare, paired) (ms)", lambda f: f"{f['overhead'] * 1000:.1f}"),
+            (
+                "  its quartiles, 25%-75% (ms)",
+                lambda f: "-".join(f"{q * 1000:.1f}" for q in f["overhead_quartiles"]),
+            ),
         ]
         first = figures[modes[0]]
         for label in [*first["steps"], *first["commands"]]:
