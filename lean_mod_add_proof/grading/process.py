@@ -7,9 +7,10 @@ first look after `FIRST_POLL_S`). It reads the stat of just the pids allocated s
 look (from /proc/sys/kernel/ns_last_pid; a whole listing of /proc when that cannot be read or
 is too many) plus the tree's known members, so a look costs the same on a host with thousands of
 processes; the watchers of one grader share their looks at new pids (`_SharedLooks`), so their
-cost grows with the number of commands running, not its square. It keeps every process it has ever seen descend from the command, by pid *and* start
-time, so a reused pid is never counted or killed, and a process stays tracked after its parent
-dies: `setsid`, `setpgid`, bash job control and a double fork do not hide a process once seen.
+cost grows with the number of commands running, not its square. It keeps every process it has
+ever seen descend from the command, by pid *and* start time, so a reused pid is never counted
+or killed, and a process stays tracked after its parent dies: `setsid`, `setpgid`, bash job
+control and a double fork do not hide a process once seen.
 A process that leaves the tree before any look (its parent exits within milliseconds, the
 classic double fork) is still found: the command runs with a random marker variable
 (`TREE_ENV_VAR`, visible to the command) in its environment, and a process started after the
