@@ -274,6 +274,17 @@ async def test_waiting_for_our_own_build_does_not_count_against_the_deadline(tmp
     assert sorted((first.status, second.status)) == ["built", "hit"] and prebuild.calls == 1
 
 
+async def test_a_sound_entry_is_a_hit_without_waiting_for_the_keys_lock(tmp_path: Path) -> None:
+    """Checking a sound entry takes no lock: concurrent grades of one task do not take turns
+    hashing it (the lock is only for building). Held here as a build of this process would."""
+    root, _ = await fresh(tmp_path)
+    lock = cachemod._lock_for(root, KEY)
+    async with lock:
+        hit = asyncio.ensure_future(cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild()))
+        done, _ = await asyncio.wait({hit}, timeout=30)  # (a hang guard only: it never waits)
+        assert hit in done and hit.result().status == "hit"
+
+
 def _chattr(flag: str, path: Path) -> bool:
     if shutil.which("chattr") is None:
         return False

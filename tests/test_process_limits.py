@@ -304,6 +304,76 @@ async def test_the_whole_listing_fallback_finds_the_same(
     assert processes_with(mark) == []
 
 
+async def test_many_concurrent_commands_share_looks_and_still_find_their_own(tmp_path: Path) -> None:
+    """Eight commands at once (their watchers share their looks at new pids): each one's
+    escapees die with it, the fork bombs among them are stopped at their own cap, and the calm
+    ones are left alone, though every new pid was first looked at by whichever watcher came
+    first."""
+    mark = marker()
+    runs = []
+    for i in range(8):
+        (tmp_path / str(i)).mkdir()
+        if i % 2:
+            script = f"sleep 0.05; for i in $(seq 40); do sleep {mark} & done; wait"
+            lim = limits(tmp_path / str(i), max_processes=20)
+        else:
+            script = ESCAPES["double-fork-setsid"].format(m=mark) + f" ; sleep 0.2 & sleep {mark} & exit 0"
+            lim = limits(tmp_path / str(i))
+        runs.append(run(tmp_path / str(i), ["sh", "-c", script], lim=lim))
+    outs = await asyncio.gather(*runs)
+    for i, out in enumerate(outs):
+        if i % 2:
+            assert out.limit_exceeded == "process cap exceeded (more than 20 processes)", out
+        else:
+            assert out.limit_exceeded is None and out.record.exit_code == 0, out
+    assert processes_with(mark) == []
+
+
+def test_a_shared_look_is_taken_only_when_it_began_after_the_watchers_last_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`_SharedLooks`: a look at a pid that began after the asking watcher's previous look is
+    reused; one that began before is not (the watcher reads /proc itself), so a pid invisible
+    at an earlier look is always looked at again."""
+    reads: list[int] = []
+    answers = {7: None}
+
+    def fake_stat(pid: int) -> tuple[int, int, int, bool] | None:
+        reads.append(pid)
+        return answers[pid]
+
+    monkeypatch.setattr(process, "_stat", fake_stat)
+    looks = process._SharedLooks()
+    before = time.monotonic()
+    assert looks.stat(7, after=before - 1.0) is None  # first look: read
+    assert reads == [7]
+    assert looks.stat(7, after=before - 1.0) is None  # another watcher, last look earlier: reused
+    assert reads == [7]
+    answers[7] = (1, 2, 3, False)  # the fork in flight is visible now
+    assert looks.stat(7, after=time.monotonic()) == (1, 2, 3, False)  # looked since: read again
+    assert reads == [7, 7]
+    assert looks.stat(7, after=before - 1.0) == (1, 2, 3, False)  # the newest look is the one kept
+    assert reads == [7, 7]
+
+
+def test_shared_looks_forget_what_no_watcher_can_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `_SHARED_LOOKS_MAX` entries, looks older than `_RANGE_GAP_S` (which no range look
+    can use) are dropped; newer ones stay."""
+    clock = [1000.0]
+    monkeypatch.setattr(process, "_stat", lambda pid: None)
+    monkeypatch.setattr(process, "_SHARED_LOOKS_MAX", 4)
+    monkeypatch.setattr(process.time, "monotonic", lambda: clock[0])
+    looks = process._SharedLooks()
+    for pid in range(4):
+        looks.stat(pid, after=0.0)
+    clock[0] += process._RANGE_GAP_S + 0.5
+    looks.stat(10, after=0.0)  # the fifth: the four old ones go
+    assert sorted(looks._seen) == [10]
+    for pid in range(11, 15):
+        looks.stat(pid, after=0.0)
+    assert sorted(looks._seen) == [10, 11, 12, 13, 14]  # all recent: kept
+
+
 @needs_bwrap
 async def test_in_the_sandbox_even_an_unmarked_double_fork_dies(tmp_path: Path) -> None:
     """The residual gap without the sandbox (a double fork that also clears its environment)

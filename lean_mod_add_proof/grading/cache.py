@@ -428,10 +428,16 @@ async def ensure_entry(
             if why is not None:
                 raise CacheUnusable(f"a corrupt cache entry cannot be removed: {why}")
 
+    # A sound entry needs no lock: checking only reads it, and other processes may discard or
+    # install it at any time anyway. The per-key lock held through every check made concurrent
+    # grades of one task (a group of rollouts) take turns hashing the entry (issue 29).
+    checked = await check()
+    if checked.manifest is not None:
+        return CacheEntry(entry_dir / "package", checked.manifest, "hit", pin=checked.pin)
     async with _lock_for(cache_root, key):
         # What an earlier discard left because a grade still held it (`EntryPin`).
         await workdirs.run_in_thread(reap_trash, cache_root)
-        checked = await check()
+        checked = await check()  # again: another grade of this process may have built it
         if checked.manifest is not None:
             return CacheEntry(entry_dir / "package", checked.manifest, "hit", pin=checked.pin)
         await clear(checked)

@@ -6,9 +6,11 @@ How the tree is followed. A watcher thread per command looks at /proc every `RSS
 first look after `FIRST_POLL_S`). It reads the stat of just the pids allocated since its last
 look (from /proc/sys/kernel/ns_last_pid; a whole listing of /proc when that cannot be read or
 is too many) plus the tree's known members, so a look costs the same on a host with thousands of
-processes. It keeps every process it has ever seen descend from the command, by pid *and* start
-time, so a reused pid is never counted or killed, and a process stays tracked after its parent
-dies: `setsid`, `setpgid`, bash job control and a double fork do not hide a process once seen.
+processes; the watchers of one grader share their looks at new pids (`_SharedLooks`), so their
+cost grows with the number of commands running, not its square. It keeps every process it has
+ever seen descend from the command, by pid *and* start time, so a reused pid is never counted
+or killed, and a process stays tracked after its parent dies: `setsid`, `setpgid`, bash job
+control and a double fork do not hide a process once seen.
 A process that leaves the tree before any look (its parent exits within milliseconds, the
 classic double fork) is still found: the command runs with a random marker variable
 (`TREE_ENV_VAR`, visible to the command) in its environment, and a process started after the
@@ -358,6 +360,50 @@ def _stat(pid: int) -> tuple[int, int, int, bool, int] | None:
         return None
 
 
+class _SharedLooks:
+    """What a look at a new pid's stat found, shared by every watcher of this grader process.
+
+    Why: each watcher looks at every pid allocated since its last look, whoever's it is, and
+    again (`_RETRIES`) at each pid it could not see, so with N commands running each pid was
+    read N times and more: the watchers' CPU, under one GIL, grew with the square of the
+    concurrency and capped one grader's throughput (issue 29). Now a watcher that must look at
+    `pid` takes another watcher's look if that look began after its own previous look (`after`):
+    what it finds is what its own look would have found at that moment, which lies after all its
+    earlier looks at that pid and before this one, where its own look could have fallen. Only
+    the stat of a pid not yet in the tree is shared (parent, start time, RSS, zombie, or None
+    when not visible); members are read afresh at every look, and so are a candidate's
+    environment and status. Only range looks share (see `_pids_after`): they rest on the
+    allocator not coming full circle within `_RANGE_GAP_S`, so a shared look at a pid is of the
+    same process as the watcher's own (and, the gap being shorter, never older than that)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[int, tuple[float, tuple[int, int, int, bool] | None]] = {}
+        self._prune_above = _SHARED_LOOKS_MAX
+
+    def stat(self, pid: int, *, after: float) -> tuple[int, int, int, bool] | None:
+        found = self._seen.get(pid)
+        if found is not None and found[0] > after:
+            return found[1]
+        began = time.monotonic()  # before the read: the look happened after this instant
+        st = _stat(pid)
+        with self._lock:
+            old = self._seen.get(pid)
+            if old is None or old[0] < began:
+                self._seen[pid] = (began, st)
+            if len(self._seen) > self._prune_above:
+                stale = began - _RANGE_GAP_S
+                self._seen = {p: look for p, look in self._seen.items() if look[0] > stale}
+                # amortised: a host allocating pids faster than this does not prune every time
+                self._prune_above = max(_SHARED_LOOKS_MAX, 2 * len(self._seen))
+        return st
+
+
+#: How many shared looks are kept before those older than `_RANGE_GAP_S` (never used again) go.
+_SHARED_LOOKS_MAX = 4 * _RANGE_MAX
+_shared_looks = _SharedLooks()
+
+
 def _is_process(pid: int) -> bool:
     """Whether `pid` is a process (thread-group leader), not another thread of one. A thread's
     /proc/<tid> is reachable though not listed, and its stat shows its process's parent."""
@@ -579,6 +625,7 @@ class _Watcher:
         self._retry_left: dict[int, int] = {}
         self._last_pid = last_pid  # read just before the command was spawned
         self._looked_at = looked_at
+        self._looked_until = looked_at  # when the last look ended (here: ns_last_pid read)
         self.live: dict[int, tuple[int, bool]] = {}  # from the last poll: pid -> (ppid, zombie)
         self.not_before = spawned_ticks - 1  # nothing of the tree started earlier
         st = _stat(root)
@@ -637,6 +684,7 @@ class _Watcher:
     def poll(self) -> None:
         """One look at /proc: new members, and the memory and process caps."""
         self._next_poll = time.monotonic() + RSS_POLL_S
+        looked_until = self._looked_until
         candidates, listing = self._candidates()
         if self.retry:
             candidates = [*candidates, *(pid for pid in self.retry if pid not in candidates)]
@@ -655,7 +703,8 @@ class _Watcher:
         for pid in candidates:
             if pid in self.ours:
                 continue
-            st = _stat(pid)
+            # (a whole listing is not a range look: it reads afresh, see `_SharedLooks`)
+            st = _stat(pid) if listing else _shared_looks.stat(pid, after=looked_until)
             if st is None:
                 self._undecided(pid, exec_=False)
             elif st[1] >= self.not_before:
@@ -686,6 +735,7 @@ class _Watcher:
                     self.peak_cpu_ticks = max(self.peak_cpu_ticks, st[4])
                 elif listing:
                     self.other.add(pid)
+        self._looked_until = time.monotonic()
         self.live = live
         rss *= _PAGE
         self.peak_rss = max(self.peak_rss, rss)
