@@ -86,9 +86,7 @@ async def test_a_selftest_failed_on_a_verdict_is_not_retried(tmp_path: Path) -> 
     found = toolchain.locate_toolchain(_liar(tmp_path))
     assert isinstance(found, toolchain.Toolchain)
     config = double_config(tmp_path, toolchain_dir=found.dir)
-    report = await selftest.run_selftest(
-        found, config, grade_task().network_lean, pipeline.EXPORT_ROUTE
-    )
+    report = await selftest.run_selftest(found, config, grade_task().network_lean, pipeline.EXPORT_ROUTE)
     assert not report.passed and not report.transient
     calls: list[int] = []
     real = selftest.run_selftest
@@ -115,7 +113,9 @@ async def test_a_host_fault_in_the_first_native_build_is_retried(tmp_path: Path)
     assert "tried again in 0 s" in first.judge_note, first.judge_note
     (tc / "bin" / "leanc").chmod(0o755)
     second = await _grade(tmp_path, tc)
-    assert second.accepted and second.judge_mode == "native" and second.verdict_from == "export", second.reason
+    assert second.accepted and second.judge_mode == "native" and second.verdict_from == "export", (
+        second.reason
+    )
 
 
 async def test_a_native_build_that_fails_on_its_own_stays_failed(tmp_path: Path) -> None:

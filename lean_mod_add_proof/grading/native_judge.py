@@ -182,7 +182,9 @@ async def ensure_native_judge(
         found = await _build_or_load(toolchain, cache_root, key[1], source, threads, run)
         if isinstance(found, NoNativeJudge) and found.transient:
             wait = retry.failed(key)
-            found = dataclasses.replace(found, reason=f"(a host fault: tried again in {wait:g} s) {found.reason}")
+            found = dataclasses.replace(
+                found, reason=f"(a host fault: tried again in {wait:g} s) {found.reason}"
+            )
         else:
             retry.succeeded(key)
         _memo[key] = dataclasses.replace(found, records=())  # the commands go on one grade only
@@ -251,5 +253,7 @@ async def _build_or_load(
         return NoNativeJudge(f"the native judge does not run here: {fault}", tuple(records), True)
     records.append(out.record)
     if (problem := started_as_expected(out)) is not None:
-        return NoNativeJudge(f"the native judge does not run here: {problem}", tuple(records), _host_stopped(out))
+        return NoNativeJudge(
+            f"the native judge does not run here: {problem}", tuple(records), _host_stopped(out)
+        )
     return NativeJudge(path, judge.sha256, judge.ident, tuple(records))
