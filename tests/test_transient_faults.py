@@ -55,7 +55,7 @@ async def test_a_host_fault_in_the_first_selftest_does_not_condemn_the_export_ro
     # The export route's canaries could not be judged: this grade is served by the olean route.
     assert first.accepted and first.verdict_from == "olean", first.reason
     assert "could not" in first.judge_note or "not executable" in first.judge_note, first.judge_note
-    assert "tried again in 0 s" in first.judge_note
+    assert "retried in 0 s" in first.judge_note
     (tc / "bin" / "leanexport").chmod(0o755)  # the fault is gone
     second = await _grade(tmp_path, tc)
     assert second.accepted and second.verdict_from == "export", second.reason
@@ -73,7 +73,7 @@ async def test_a_transient_selftest_failure_waits_for_its_back_off(
     (tc / "bin" / "leanexport").chmod(0o755)
     now[0] += 59.0  # not yet: the olean route still grades, with the first failure's reason
     held = await _grade(tmp_path, tc)
-    assert held.verdict_from == "olean" and "tried again in 60 s" in held.judge_note, held.judge_note
+    assert held.verdict_from == "olean" and "retried in 60 s" in held.judge_note, held.judge_note
     now[0] += 1.0
     assert (await _grade(tmp_path, tc)).verdict_from == "export"
 
@@ -110,7 +110,7 @@ async def test_a_host_fault_in_the_first_native_build_is_retried(tmp_path: Path)
     (tc / "bin" / "leanc").chmod(0o644)  # leanc cannot be started: a host fault
     first = await _grade(tmp_path, tc)
     assert first.accepted and first.judge_mode == "interpreted", first.reason
-    assert "tried again in 0 s" in first.judge_note, first.judge_note
+    assert "retried in 0 s" in first.judge_note, first.judge_note
     (tc / "bin" / "leanc").chmod(0o755)
     second = await _grade(tmp_path, tc)
     assert second.accepted and second.judge_mode == "native" and second.verdict_from == "export", (
@@ -123,7 +123,7 @@ async def test_a_native_build_that_fails_on_its_own_stays_failed(tmp_path: Path)
     (tc / "double-leanc-fails").write_text("")  # the linker's own error: the toolchain's answer
     first = await _grade(tmp_path, tc)
     assert first.accepted and first.judge_mode == "interpreted", first.reason
-    assert "scripted link failure" in first.judge_note and "tried again" not in first.judge_note
+    assert "scripted link failure" in first.judge_note and "retried" not in first.judge_note
     (tc / "double-leanc-fails").unlink()
     second = await _grade(tmp_path, tc)
     assert second.judge_mode == "interpreted", second.reason

@@ -182,9 +182,7 @@ async def ensure_native_judge(
         found = await _build_or_load(toolchain, cache_root, key[1], source, threads, run)
         if isinstance(found, NoNativeJudge) and found.transient:
             wait = retry.failed(key)
-            found = dataclasses.replace(
-                found, reason=f"(a host fault: tried again in {wait:g} s) {found.reason}"
-            )
+            found = dataclasses.replace(found, reason=f"(a host fault: retried in {wait:g} s) {found.reason}")
         else:
             retry.succeeded(key)
         _memo[key] = dataclasses.replace(found, records=())  # the commands go on one grade only

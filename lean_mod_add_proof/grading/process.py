@@ -24,7 +24,8 @@ Caps (`Limits`), checked by polling:
 - disk: the allocated size of everything under `Limits.disk_paths` (symlinks not followed, hard
   links counted once), every `DISK_POLL_S` and once more when the command ends;
 - file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write with SIGXFSZ);
-- CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only.
+- CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only (no
+  RLIMIT_AS at all with `Limits.address_space_cap` off: `lake comparator`, see comparator.py).
 When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why,
 in exactly one of these forms: `memory cap exceeded (N MiB > M MiB)`,
 `process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`.
@@ -152,6 +153,9 @@ class Limits:
     max_file_mb: int
     """Largest single file (RLIMIT_FSIZE)."""
     disk_paths: tuple[Path, ...] = ()
+    address_space_cap: bool = True
+    """The far RLIMIT_AS backstop (`ADDRESS_SPACE_BACKSTOP_MB`); off, RLIMIT_AS is unlimited
+    (for a command whose Lean processes it cannot give LEAN_NUM_THREADS, see comparator.py)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,9 @@ class CommandOutcome:
     `process cap exceeded (more than N processes)` or `disk cap exceeded (N MiB > M MiB)`."""
     peak_rss_mb: int = 0
     """Largest summed resident memory of the tree seen while it ran, in MiB (rounded up)."""
+    first_seen: Mapping[bytes, float] | None = None
+    """For each of `run_command`'s `watch_for` strings that appeared in the output: when it
+    first did, in seconds after the command started (read as the output arrived)."""
 
 
 class HostFault(Exception):
@@ -233,14 +240,15 @@ def host_fault_reason(exc: BaseException) -> str | None:
     return None
 
 
-def prlimit_argv(prlimit: str, address_space_mb: int, cpu_seconds: int, max_file_mb: int) -> list[str]:
+def prlimit_argv(prlimit: str, address_space_mb: int | None, cpu_seconds: int, max_file_mb: int) -> list[str]:
     """`prlimit` sets the limits on itself and execs the command, so every descendant inherits
     them (rlimits survive exec and fork, and bwrap does not reset them). RLIMIT_FSIZE bounds each
-    file written (an .olean of a huge term, a flood into a file); it does not apply to pipes."""
+    file written (an .olean of a huge term, a flood into a file); it does not apply to pipes.
+    `address_space_mb` None: RLIMIT_AS unlimited (util-linux prlimit(1): "unlimited")."""
     mib = 1024 * 1024
     return [
         prlimit,
-        f"--as={address_space_mb * mib}",
+        f"--as={'unlimited' if address_space_mb is None else address_space_mb * mib}",
         f"--cpu={cpu_seconds}",
         f"--fsize={max_file_mb * mib}",
         "--",
@@ -723,15 +731,27 @@ class _Watcher:
 
 
 class _Capture:
-    """Keeps the last `cap` bytes of a stream and counts all of them."""
+    """Keeps the last `cap` bytes of a stream and counts all of them, and notes when each of
+    `watch` first appears (across chunk boundaries)."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, watch: Sequence[bytes] = ()) -> None:
         self.cap = cap
         self.buf = bytearray()
         self.total = 0
+        self.watch = [w for w in dict.fromkeys(watch) if w]
+        self.seen: dict[bytes, float] = {}
+        self._carry = b""
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        if len(self.seen) < len(self.watch):
+            window = self._carry + chunk
+            now = time.monotonic()
+            for w in self.watch:
+                if w not in self.seen and w in window:
+                    self.seen[w] = now
+            keep = max(len(w) for w in self.watch) - 1
+            self._carry = window[-keep:] if keep else b""
         self.buf += chunk
         if len(self.buf) > 2 * self.cap:  # trim in bulk, amortised
             del self.buf[: len(self.buf) - self.cap]
@@ -978,6 +998,7 @@ async def run_command(
     sandboxed: bool = False,
     scope: str = "",
     stdout_fd: int | None = None,
+    watch_for: Sequence[bytes] = (),
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
@@ -991,7 +1012,8 @@ async def run_command(
     bwrap then reports on a status pipe whether the command ran at all. `scope` (the grader's
     work root) goes into the run's marker (see `kill_dead_graders_processes`). `stdout_fd`, a file
     the caller opened, takes the command's stdout (uncapped in memory; the file-size cap bounds
-    it), and then only its stderr is captured.
+    it), and then only its stderr is captured. `watch_for`: strings whose first appearance in the
+    output is timed (`CommandOutcome.first_seen`).
 
     Raises `HostFault` when the outcome says nothing about the command (see the module
     docstring): the sandbox did not run it, it could not be started, its program vanished."""
@@ -1020,12 +1042,12 @@ async def run_command(
     if limits is not None:
         if prlimit is None:
             raise RuntimeError("prlimit not found; it is needed for the file-size cap")
-        address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb)
+        address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb) if limits.address_space_cap else None
         full = prlimit_argv(prlimit, address_space, cpu_backstop(remaining), limits.max_file_mb) + full
     # The grader's owner record first (pid namespace, pid, start time), so a later grader can tell
     # the processes of one that was killed outright (see `kill_dead_graders_processes`).
     token = f"{owner_tag()}-{scope_tag(scope)}-{secrets.token_hex(8)}"
-    capture = _Capture(output_cap_bytes)
+    capture = _Capture(output_cap_bytes, watch_for)
     loop = asyncio.get_running_loop()
     try:
         last_pid = _last_pid()
@@ -1160,4 +1182,5 @@ async def _watch(
         timed_out=timed_out,
         limit_exceeded=watcher.reason,
         peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
+        first_seen={w: round(at - start, 3) for w, at in capture.seen.items()} if capture.watch else None,
     )

@@ -450,7 +450,11 @@ async def ensure_selftest(
         if report.transient:
             wait = retry.failed(key)
             report = report.model_copy(
-                update={"reason": f"(a host fault, not a verdict: tried again in {wait:g} s) {report.reason}"}
+                update={
+                    "reason": report.reason.replace(
+                        "self-test failed", f"self-test failed on host faults only (retried in {wait:g} s)", 1
+                    )
+                }
             )
             _memo[key] = report
         else:
