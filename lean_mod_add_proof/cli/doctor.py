@@ -155,7 +155,7 @@ def userns_check(facts: UsernsFacts, sandbox_mode: str) -> Check:
 
 def doctor_checks(config: GraderConfig) -> list[Check]:
     from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
-    from lean_mod_add_proof.grading.toolchain import ELAN_FIX, INSTALL_FIX
+    from lean_mod_add_proof.grading.toolchain import INSTALL_FIX
 
     checks: list[Check] = []
     elan = toolchain.elan_home() / "bin" / "elan"
@@ -169,13 +169,13 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
             required=False,  # the grader calls the toolchain's binaries directly
         )
     )
-    found = toolchain.locate_toolchain(config.toolchain_dir)
+    found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if isinstance(found, toolchain.Toolchain):
         checks.append(Check("lean", True, f"{found.lean}: {found.version}"))
         checks.append(Check("core library", True, str(found.dir / "lib" / "lean")))
         checks.append(Check("toolchain dir", True, f"{found.dir} (found via {found.source})"))
     else:
-        checks.append(Check("Lean toolchain", False, found.reason, f"`{INSTALL_FIX}` or `{ELAN_FIX}`"))
+        checks.append(Check("Lean toolchain", False, found.reason, found.fix))
     mode = config.sandbox
     probe = sandbox.probe_sandbox(refresh=True)
     in_force = SANDBOX_IN_FORCE[mode]
@@ -331,7 +331,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
     from lean_mod_add_proof.grading import pipeline, toolchain
     from lean_mod_add_proof.grading.selftest import run_selftest
 
-    found = toolchain.locate_toolchain(config.toolchain_dir)
+    found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if not isinstance(found, toolchain.Toolchain):
         return EXIT_NOT_JUDGED, {"passed": False, "reason": f"no toolchain: {found.reason}", "canaries": []}
     network = NETWORK_LEAN_PATH.read_text(encoding="utf-8")

@@ -442,7 +442,9 @@ class _Grade:
 
     async def locate(self) -> _Env:
         self.begin("toolchain")
-        found = await asyncio.to_thread(locate_toolchain, self.config.toolchain_dir)
+        found = await asyncio.to_thread(
+            locate_toolchain, self.config.toolchain_dir, None, self.config.lean_toolchain
+        )
         if not isinstance(found, Toolchain):
             raise _not_judged("toolchain", f"Lean toolchain not found: {found.reason}; {found.fix}")
         self.result.toolchain = f"{found.dir} ({found.version})"
