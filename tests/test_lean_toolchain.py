@@ -123,3 +123,19 @@ def test_the_default_memory_cap_keeps_15241_out_of_reach() -> None:
     default_mib = GraderSettings.model_fields["memory_mb"].default
     most_bytes = (default_mib + max(pipeline.JUDGE_MEMORY_MB.values())) * 1024 * 1024
     assert most_bytes < 18 * 10**9 * 2 / 3, most_bytes
+
+
+def test_doctor_says_which_kernel_fixes_the_toolchain_lacks(tmp_path: Path) -> None:
+    from lean_mod_add_proof.cli.doctor import doctor_checks, kernel_fixes_check, missing_kernel_fixes
+
+    assert [f.pr for f in missing_kernel_fixes("4.35.0-rc2")] == ["#15241", "#15288", "#15289"]
+    assert missing_kernel_fixes("4.34.0") and missing_kernel_fixes("4.35.0-rc1")
+    assert missing_kernel_fixes("4.35.0-rc3") == () and missing_kernel_fixes("4.35.0") == ()
+    assert missing_kernel_fixes("4.36.0") == ()
+    default = kernel_fixes_check("4.35.0-rc2", 8192 + 1536)
+    assert default.ok and "#15241" in default.detail and "out of reach" in default.detail
+    big = kernel_fixes_check("4.35.0-rc2", 20_000)
+    assert not big.ok and "REACHABLE" in big.detail and "--lean-toolchain" in big.fix
+    assert kernel_fixes_check("4.35.0", 20_000).ok
+    rows = {c.name: c for c in doctor_checks(double_config(tmp_path))}
+    assert rows["kernel fixes"].ok and "4.35.0-rc2 lacks #15241" in rows["kernel fixes"].detail
