@@ -107,6 +107,7 @@ from pydantic import BaseModel, ConfigDict
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading.lean_names import (
     ALLOWED_AXIOMS,
+    LEAN_TOOLCHAIN,
     PACKAGE_NAME,
     SUBMISSION_MODULE,
     SUBMISSION_PATH,
@@ -115,7 +116,6 @@ from lean_mod_add_proof.grading.lean_names import (
     theorem_signature,
 )
 from lean_mod_add_proof.grading.package import (
-    LEAN_TOOLCHAIN_FILE,
     NETWORK_PATH,
     WEIGHTS_PATH,
     cache_key,
@@ -230,13 +230,18 @@ def config_json(p: int, axioms_mode: AxiomsMode = "subset") -> str:
 
 
 def comparator_files(
-    p: int, network_lean: str | bytes, weights_lean: str, submission: str
+    p: int,
+    network_lean: str | bytes,
+    weights_lean: str,
+    submission: str,
+    lean_toolchain: str = LEAN_TOOLCHAIN,
 ) -> dict[str, bytes]:
-    """Every file of the package the comparator runs on, by path relative to its root (pure)."""
+    """Every file of the package the comparator runs on, by path relative to its root (pure).
+    `lean-toolchain` names the toolchain that grades (the `lean_toolchain` setting)."""
     network = network_lean.encode("utf-8") if isinstance(network_lean, str) else network_lean
     return {
         "lakefile.toml": LAKEFILE_TOML.encode(),
-        "lean-toolchain": LEAN_TOOLCHAIN_FILE.encode(),
+        "lean-toolchain": f"{lean_toolchain}\n".encode(),
         "lake-manifest.json": MANIFEST_JSON.encode(),
         CHALLENGE_PATH: challenge_lean(p).encode("utf-8"),
         NETWORK_PATH: network,
@@ -578,9 +583,11 @@ class PrebuiltChallenge:
     records: tuple[CommandRecord, ...] = ()
 
 
-def trusted_files(p: int, network_lean: str | bytes, weights_lean: str) -> dict[str, bytes]:
+def trusted_files(
+    p: int, network_lean: str | bytes, weights_lean: str, lean_toolchain: str = LEAN_TOOLCHAIN
+) -> dict[str, bytes]:
     """The package without the submission: what the prebuild builds (pure)."""
-    files = comparator_files(p, network_lean, weights_lean, "")
+    files = comparator_files(p, network_lean, weights_lean, "", lean_toolchain)
     del files[SUBMISSION_PATH]
     return files
 
@@ -622,7 +629,7 @@ async def ensure_prebuilt_challenge(
     built on first use. `scratch` (an empty directory of the grade) holds HOME and TMPDIR.
     Raises `cache.PrebuildFailed` when the trusted build fails, `cache.CacheUnusable` when the
     cache cannot serve it (the run then builds the challenge itself)."""
-    files = trusted_files(p, network_lean, weights_lean)
+    files = trusted_files(p, network_lean, weights_lean, settings.lean_toolchain)
     key = prebuild_key(toolchain_version, toolchain_dir, files)
     records: list[CommandRecord] = []
 
@@ -706,6 +713,7 @@ async def run_comparator(
     stage: Stage = "leanchecker",
     paranoid: bool = False,
     prebuilt: PrebuiltChallenge | None = None,
+    lean_toolchain: str = LEAN_TOOLCHAIN,
 ) -> ComparatorOutcome:
     """Judge `submission` with the toolchain's `lake comparator` (or `lake challenge`).
 
@@ -725,7 +733,8 @@ async def run_comparator(
             await copy_entry(prebuilt.package, package)
             write_fresh(package, SUBMISSION_PATH, submission)
         else:
-            write_package(package, comparator_files(p, network_lean, weights_lean, submission))
+            files = comparator_files(p, network_lean, weights_lean, submission, lean_toolchain)
+            write_package(package, files)
         config_path = work_dir / CONFIG_FILE
         config_path.write_text(config_json(p, axioms_mode), encoding="utf-8")
         home, tmpdir = work_dir / HOME_DIR, work_dir / TMP_DIR

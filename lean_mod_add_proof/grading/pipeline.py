@@ -903,6 +903,7 @@ class _Grade:
             scope=workdirs.work_scope(self.config.work_root),
             probe=env.comparator,
             prebuilt=prebuilt,
+            lean_toolchain=self.config.lean_toolchain,
         )
         self.result.commands.extend(outcome.commands)
         self.result.peak_memory_mb = max(self.result.peak_memory_mb, outcome.peak_rss_mb)
