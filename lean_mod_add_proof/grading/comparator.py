@@ -89,6 +89,7 @@ deadline and caps."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -161,6 +162,9 @@ SOLUTION_PHASE_MARKS: tuple[str, ...] = (
 #: The comparator's trusted steps once the challenge is prebuilt: `lake env`, finding the
 #: challenge up to date, exporting it (seconds, on top of the prebuild's own measured time).
 TRUSTED_STEPS_S = 60.0
+#: Memory floor of the trusted challenge build, as the replay route's prebuild has one
+#: (pipeline.py `PREBUILD_MEMORY_MB`): a small cap meant for submissions must not stop it.
+CHALLENGE_BUILD_MEMORY_MB = 2048
 #: The prebuilt entry records how long `lake build Challenge` took (seconds, as text).
 PREBUILD_SECONDS_FILE = "prebuild-seconds.txt"
 #: Least output kept from the comparator, so its own progress lines survive a chatty build.
@@ -649,7 +653,10 @@ async def ensure_prebuilt_challenge(
                 deadline=started + settings.timeout_s,
                 output_cap_bytes=settings.output_cap_bytes,
                 tail_chars=settings.tail_chars,
-                limits=comparator_limits(settings, where),
+                limits=dataclasses.replace(
+                    comparator_limits(settings, where),
+                    memory_mb=max(settings.memory_mb, CHALLENGE_BUILD_MEMORY_MB),
+                ),
                 prlimit=prlimit,
                 sandboxed=False,
                 scope=scope,

@@ -58,7 +58,7 @@ from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-3"
+GRADER_VERSION = "judge-4"  # 4: the comparator verdict (phases, OOM, deadline)
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
