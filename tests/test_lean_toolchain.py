@@ -6,6 +6,7 @@ Lean release accepts)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,28 @@ def test_doctor_says_which_kernel_fixes_the_toolchain_lacks(tmp_path: Path) -> N
     assert kernel_fixes_check("4.35.0", 20_000).ok
     rows = {c.name: c for c in doctor_checks(double_config(tmp_path))}
     assert rows["kernel fixes"].ok and "4.35.0-rc2 lacks #15241" in rows["kernel fixes"].detail
+
+
+def test_the_grade_command_takes_lean_toolchain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from helpers import submission
+    from test_cli_grading import _common
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the default cache dir lives under it
+    good = tmp_path / "good.lean"
+    good.write_text(submission())
+    argv = [
+        "grade",
+        "p05_h08_s0",
+        str(good),
+        *_common(tmp_path),
+        "--toolchain-dir",
+        str(_release_double(tmp_path)),
+    ]
+    assert main([*argv, "--lean-toolchain", RELEASE, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accepted"] is True
+    assert main([*argv, "--json"]) == 3  # the default names rc2, which this toolchain is not
+    assert "not version 4.35.0-rc2" in json.loads(capsys.readouterr().out)["reason"]
+    assert main([*argv, "--lean-toolchain", "stable"]) == 2
+    assert "bad setting: --lean-toolchain 'stable'" in capsys.readouterr().err
