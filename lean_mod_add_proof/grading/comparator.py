@@ -84,8 +84,8 @@ exact prompt signature (`lean_names.theorem_signature`), proved by `sorry` as co
 README and the release notes describe a challenge module.
 
 `lake comparator` is run outside the grader's own bwrap (it nests its own, with
-`--unshare-all`), in a fresh directory, through `process.run_command` under the grade's
-deadline and caps."""
+`--unshare-all`), in a fresh directory, through `process.run_command` under the deadline and
+caps described above (no address-space cap)."""
 
 from __future__ import annotations
 
