@@ -136,7 +136,7 @@ def started_as_expected(outcome: CommandOutcome) -> str | None:
         return "it timed out"
     if rec.signal is not None:
         return f"it was killed by signal {rec.signal}"
-    if rec.exit_code == 0 or NO_ARGUMENTS_REPLY not in outcome.text:  # keep in step with `_host_stopped`
+    if rec.exit_code == 0 or NO_ARGUMENTS_REPLY not in outcome.text:
         return f"it answered no arguments with exit {rec.exit_code}: {outcome.text.strip()[-200:]!r}"
     return None
 
