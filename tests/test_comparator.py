@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, copy_double, grade_task, run_double, submission, weights_text
+from helpers import DOUBLE_DIR, copy_double, double_config, grade_task, run_double, submission, weights_text
 
 from lean_mod_add_proof.grading import comparator as cmp
 from lean_mod_add_proof.grading.lean_names import ALLOWED_AXIOMS, theorem_signature
@@ -522,3 +522,15 @@ async def test_a_failed_trusted_challenge_build_is_not_judged(tmp_path: Path) ->
     res = await run_double(reference_submission(P), tmp_path, task=task, judge="comparator")
     assert not res.judged and res.failed_stage == "build", res.reason
     assert "could not prebuild the comparator's challenge" in res.reason
+
+
+async def test_warm_cache_prebuilds_the_comparators_challenge(tmp_path: Path) -> None:
+    from lean_mod_add_proof.grading.grader import warm_cache
+
+    config = double_config(tmp_path, judge="comparator")
+    first = await warm_cache(grade_task(P), config, selftest_too=False)
+    assert first.judged and first.cache == "built" and first.judge == "comparator", first.reason
+    again = await warm_cache(grade_task(P), config, selftest_too=False)
+    assert again.cache == "hit", again.reason
+    res = await run_double(reference_submission(P), tmp_path, judge="comparator")
+    assert res.accepted and res.cache == "hit", res.reason

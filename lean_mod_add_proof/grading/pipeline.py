@@ -1285,6 +1285,9 @@ async def _get_ready(g: _Grade, toolchain_check: ToolchainCheck | None, *, task_
         if task_entry and env.route.judge == "replay":
             g.begin("build")
             await g.prepare(env)
+        elif task_entry:  # the comparator's prebuilt challenge
+            g.grade_dir = workdirs.new_grade_dir(g.config.work_root)
+            await g.prepare_comparator(env)
     except _Failed as failed:
         g.fail(failed.stage, failed.reason, judged=False)
     except HostFault as fault:
