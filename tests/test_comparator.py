@@ -409,6 +409,31 @@ def test_timeout_in_the_solutions_build_is_rejected(tmp_path: Path) -> None:
     assert out.commands[0].exit_code is None
 
 
+@pytest.mark.parametrize(
+    ("directive", "verdict"),
+    [("comparator sleep 30", "rejected"), ("comparator build-fail x", "rejected"), ("", "accepted")],
+)
+def test_a_lake_whose_stdout_is_buffered_is_judged_the_same(
+    tmp_path: Path, directive: str, verdict: str
+) -> None:
+    """Lean writes stdout with a bare `fwrite`, which glibc buffers into a pipe: the outer
+    lake's progress lines may arrive only at its exit, and a kill by the deadline loses them.
+    The solution phase is then found from the sandboxed step's command line in /proc."""
+    tc = _toolchain(tmp_path, "double-lake-buffered")
+    text = submission(directive) if directive else reference_submission(P)
+    out = _run(text, tmp_path, tc, timeout_s=2.0)
+    assert out.verdict == verdict, out.reason
+    if directive == "comparator sleep 30":
+        assert "Building" not in out.commands[0].output_tail  # lost with the kill
+
+
+def test_the_phase_comes_from_whichever_sign_is_first() -> None:
+    assert cmp.solution_phase_start({}, argv_seen_at=4.0) == 4.0
+    assert cmp.solution_phase_start({b"Building LeanCheckedNetwork.Submission": 9.0}, argv_seen_at=4.0) == 4.0
+    assert cmp.solution_phase_start({b" kernel on solution": 2.0}, argv_seen_at=4.0) == 2.0
+    assert cmp.solution_phase_start(None, "", None) is None
+
+
 def test_a_timeout_that_shortchanged_the_submission_is_not_judged(tmp_path: Path) -> None:
     """No allowance and a trusted phase that takes its time: the solution phase had less than
     `timeout_s` when the deadline struck, so the timeout is not the submission's verdict."""

@@ -36,9 +36,12 @@ what the grader makes of them (`comparator_verdict`):
      137": bwrap reports a signal as 128+N) while the kernel's OOM-kill counter moved (not
      judged, as on the other routes: process.py `oom_kill_count`).
   The phase is read from the outer `lake`'s own progress lines, all printed before the step
-  they name (`SOLUTION_PHASE_MARKS`): any one of them is enough, so no single wording decides.
-  None of them seen is the trusted phase, or a Lake that words them differently: not judged
-  (fail closed; the comparator self-test's rejection canaries then fail, and the route with them).
+  they name (`SOLUTION_PHASE_MARKS`), and from the sandboxed steps' command lines in /proc
+  (`SOLUTION_PHASE_ARGV`: a process running with the solution module as an argument): any one
+  of them is enough, so no single wording decides, and a kill that loses the outer `lake`'s
+  buffered stdout still finds the phase. None of them seen is the trusted phase, or a Lake that
+  differs: not judged (fail closed; the comparator self-test's rejection canaries then fail, and
+  the route with them).
 - any other exit code, or the outer `lake` killed by a signal: not judged (the sources name no
   other code; the sandboxed steps cannot signal the outer process: `--unshare-all`).
 
@@ -159,6 +162,13 @@ SOLUTION_PHASE_MARKS: tuple[str, ...] = (
     f" from {SUBMISSION_MODULE}",
     " kernel on solution",
 )
+#: An argument only the solution phase's sandboxed steps run with: Check.lean runs them as
+#: `env -i <bwrap> ... -- <lake> build <solution>` and `... -- <leanexport> <solution> -- ...`
+#: (`sandboxSpawnArgs`, `safeLakeBuild`, `safeExport`), visible in /proc while they run. It does
+#: not depend on the outer `lake`'s stdout, which Lean writes with a bare `fwrite`
+#: (src/runtime/io.cpp `lean_io_prim_handle_put_str`): into a pipe, glibc buffers it, and a
+#: kill by the grader's deadline or cap loses what was not flushed.
+SOLUTION_PHASE_ARGV: tuple[str, ...] = (SUBMISSION_MODULE,)
 #: The comparator's trusted steps once the challenge is prebuilt: `lake env`, finding the
 #: challenge up to date, exporting it (seconds, on top of the prebuild's own measured time).
 TRUSTED_STEPS_S = 60.0
@@ -314,14 +324,20 @@ def _one_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def solution_phase_start(first_seen: Mapping[bytes, float] | None, text: str = "") -> float | None:
-    """Seconds into the run at which its solution phase was first seen (the earliest of the
-    `SOLUTION_PHASE_MARKS` the output showed, timed as it arrived), or None (pure). Without
-    timings (`first_seen` None), a mark in the kept `text` counts as seen at the start."""
+def solution_phase_start(
+    first_seen: Mapping[bytes, float] | None, text: str = "", argv_seen_at: float | None = None
+) -> float | None:
+    """Seconds into the run at which its solution phase was first seen, or None (pure): the
+    earliest of the `SOLUTION_PHASE_MARKS` the output showed (timed as it arrived; without
+    timings, `first_seen` None, a mark in the kept `text` counts as seen at the start) and of a
+    process running with `SOLUTION_PHASE_ARGV` (`argv_seen_at`)."""
     if first_seen is not None:
         times = [first_seen[m.encode()] for m in SOLUTION_PHASE_MARKS if m.encode() in first_seen]
-        return min(times) if times else None
-    return 0.0 if any(m in text for m in SOLUTION_PHASE_MARKS) else None
+    else:
+        times = [0.0] if any(m in text for m in SOLUTION_PHASE_MARKS) else []
+    if argv_seen_at is not None:
+        times.append(argv_seen_at)
+    return min(times) if times else None
 
 
 @dataclass(frozen=True)
@@ -769,6 +785,7 @@ async def run_comparator(
             sandboxed=False,
             scope=scope,
             watch_for=[m.encode() for m in SOLUTION_PHASE_MARKS],
+            watch_argv=SOLUTION_PHASE_ARGV,
         )
     except HostFault as exc:
         return ComparatorOutcome(
@@ -786,7 +803,7 @@ async def run_comparator(
             signal=out.record.signal,
             timed_out=out.timed_out,
             limit_exceeded=out.limit_exceeded,
-            solution_phase_at=solution_phase_start(out.first_seen),
+            solution_phase_at=solution_phase_start(out.first_seen, argv_seen_at=out.argv_seen_at),
             seconds=out.record.seconds,
             # as pipeline.py `_oom_killer_acted`: an unreadable counter is the host's (safe) reading
             oom_killer_acted=ooms is None or after is None or after > ooms,

@@ -173,6 +173,10 @@ class CommandOutcome:
     first_seen: Mapping[bytes, float] | None = None
     """For each of `run_command`'s `watch_for` strings that appeared in the output: when it
     first did, in seconds after the command started (read as the output arrived)."""
+    argv_seen_at: float | None = None
+    """When a process of the tree was first seen running with one of `run_command`'s
+    `watch_argv` as a whole argument, in seconds after the command started (looked for at each
+    poll of the tree, so a process that lives less than `RSS_POLL_S` may be missed)."""
 
 
 class HostFault(Exception):
@@ -520,10 +524,13 @@ class _Watcher:
         token: str,
         limits: Limits | None,
         loop: asyncio.AbstractEventLoop,
+        argv_marks: frozenset[bytes] = frozenset(),
     ) -> None:
         self.thread = threading.Thread(target=self.run, name=f"lean-grader-watch-{root}", daemon=True)
         self.root = root
         self.limits = limits
+        self.argv_marks = argv_marks
+        self.argv_seen_at: float | None = None  # when a tree process first had one of them in argv
         self.marker = f"\0{TREE_ENV_VAR}={token}\0".encode()
         self.adopters = _ancestors()
         self.ours: dict[int, int] = {}  # pid -> start time, every process of the tree ever seen
@@ -638,6 +645,8 @@ class _Watcher:
                 elif listing:
                     self.other.add(pid)
         self.live = live
+        if self.argv_marks and self.argv_seen_at is None:
+            self._look_for_argv(live)
         rss *= _PAGE
         self.peak_rss = max(self.peak_rss, rss)
         lim = self.limits
@@ -647,6 +656,15 @@ class _Watcher:
             self.exceeded(f"memory cap exceeded ({math.ceil(rss / _MIB)} MiB > {lim.memory_mb} MiB)")
         elif len(live) > lim.max_processes:
             self.exceeded(f"process cap exceeded (more than {lim.max_processes} processes)")
+
+    def _look_for_argv(self, live: Mapping[int, tuple[int, bool]]) -> None:
+        """Note when a live process of the tree first runs with one of `argv_marks` as a whole
+        argument (read from /proc/PID/cmdline at each look: an exec changes it)."""
+        for pid in live:
+            data = _read_proc(pid, "cmdline", 1 << 16)
+            if data and not self.argv_marks.isdisjoint(data.split(b"\0")):
+                self.argv_seen_at = time.monotonic()
+                return
 
     def _walk_tick(self) -> bool:
         """Between disk-walk steps: keep polling, and say whether to abandon the walk."""
@@ -999,6 +1017,7 @@ async def run_command(
     scope: str = "",
     stdout_fd: int | None = None,
     watch_for: Sequence[bytes] = (),
+    watch_argv: Sequence[str] = (),
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
@@ -1013,7 +1032,8 @@ async def run_command(
     work root) goes into the run's marker (see `kill_dead_graders_processes`). `stdout_fd`, a file
     the caller opened, takes the command's stdout (uncapped in memory; the file-size cap bounds
     it), and then only its stderr is captured. `watch_for`: strings whose first appearance in the
-    output is timed (`CommandOutcome.first_seen`).
+    output is timed (`CommandOutcome.first_seen`); `watch_argv`: arguments whose first appearance
+    in a process of the tree is timed (`CommandOutcome.argv_seen_at`).
 
     Raises `HostFault` when the outcome says nothing about the command (see the module
     docstring): the sandbox did not run it, it could not be started, its program vanished."""
@@ -1084,7 +1104,8 @@ async def run_command(
             proc.wait()
             _output_pipe(proc).close()
             raise
-        spawn = _Spawned(run, spawned_ticks, last_pid, looked_at, token)
+        argv_marks = frozenset(a.encode() for a in watch_argv)
+        spawn = _Spawned(run, spawned_ticks, last_pid, looked_at, token, argv_marks)
         outcome = await _watch(spawn, shown, stage, start, remaining, limits, sandboxed, tail_chars)
         status = _read_status(status_r) if status_r is not None else b""
     finally:
@@ -1114,6 +1135,7 @@ class _Spawned:
     last_pid: int | None
     looked_at: float
     token: str
+    argv_marks: frozenset[bytes] = frozenset()
 
 
 async def _watch(
@@ -1131,7 +1153,14 @@ async def _watch(
     loop = asyncio.get_running_loop()
     try:
         watcher = _Watcher(
-            run.pid, spawn.spawned_ticks, spawn.last_pid, spawn.looked_at, spawn.token, limits, loop
+            run.pid,
+            spawn.spawned_ticks,
+            spawn.last_pid,
+            spawn.looked_at,
+            spawn.token,
+            limits,
+            loop,
+            spawn.argv_marks,
         )
         watcher.thread.start()
     except BaseException as exc:
@@ -1183,4 +1212,5 @@ async def _watch(
         limit_exceeded=watcher.reason,
         peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
         first_seen={w: round(at - start, 3) for w, at in capture.seen.items()} if capture.watch else None,
+        argv_seen_at=None if watcher.argv_seen_at is None else round(watcher.argv_seen_at - start, 3),
     )
