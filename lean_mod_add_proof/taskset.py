@@ -313,7 +313,7 @@ def grading_blocker(task: LeanTaskConfig, toolchain_dir: Path | None) -> str | N
     """Why no grade made here can reach a verdict, found without grading: the checks every grade
     makes first (the pinned toolchain, the sandbox that `sandbox` asks for, prlimit); None when
     none fails. Cheap after the first call (the toolchain and sandbox probes are cached)."""
-    found = locate_toolchain(toolchain_dir)
+    found = locate_toolchain(toolchain_dir, lean_toolchain=task.lean_toolchain)
     if not isinstance(found, Toolchain):
         return f"Lean toolchain not found: {found.reason}; {found.fix}"
     probe = None if task.sandbox == "off" else probe_sandbox()

@@ -9,16 +9,17 @@ solution mentioning `sorry`, as `checkAxioms` rejects `sorryAx`)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, copy_double, grade_task, submission
+from helpers import DOUBLE_DIR, copy_double, double_config, grade_task, run_double, submission, weights_text
 
 from lean_mod_add_proof.grading import comparator as cmp
 from lean_mod_add_proof.grading.lean_names import ALLOWED_AXIOMS, theorem_signature
-from lean_mod_add_proof.grading.process import find_prlimit
+from lean_mod_add_proof.grading.process import Limits, find_prlimit
 from lean_mod_add_proof.grading.reference import reference_submission
 from lean_mod_add_proof.grading.result import GraderConfig
 
@@ -127,47 +128,88 @@ def test_parse_lake_help(extra: str, want: str | None) -> None:
     assert cmp.parse_lake_help(_USAGE.format(extra=extra)) == want
 
 
-def _verdict(**kw: object) -> tuple[str, str]:
-    base: dict[str, object] = {
-        "exit_code": 0,
-        "signal": None,
-        "timed_out": False,
-        "limit_exceeded": None,
-        "text": "",
-        "truncated": False,
-    }
-    base.update(kw)
-    return cmp.comparator_verdict(**base)  # type: ignore[arg-type]
+def _verdict(text: str = "", **kw: object) -> tuple[str, str]:
+    facts: dict[str, object] = {"exit_code": 0}
+    extra = {k: kw.pop(k) for k in ("axioms_mode", "timeout_s") if k in kw}
+    facts.update(kw)
+    if "solution_phase_at" not in facts:
+        facts["solution_phase_at"] = cmp.solution_phase_start(None, text)
+    return cmp.comparator_verdict(cmp.RunFacts(**facts), text, **extra)  # type: ignore[arg-type]
 
 
-BEFORE = "Resolving dependencies\nBuilding Challenge\n"
-AFTER = BEFORE + "Exporting #[x] from Challenge\nBuilding LeanCheckedNetwork.Submission\n"
+BEFORE = "Resolving dependencies\nBuilding Challenge\nExporting #[x] from Challenge\n"
+AFTER = BEFORE + "Building LeanCheckedNetwork.Submission\n"
 
 
 def test_verdict_mapping() -> None:
-    assert _verdict(text=AFTER + "Your solution is okay!\n") == ("accepted", "Your solution is okay!")
-    assert _verdict(text=AFTER)[0] == "not_judged"  # exit 0 without the okay line
-    assert _verdict(text=AFTER + "Your solution is okay!\n", axioms_mode="exact")[0] == "not_judged"
-    v, why = _verdict(exit_code=1, text=AFTER + "error: Axiom 'sorryAx' is not permitted\n")
+    assert _verdict(AFTER + "Your solution is okay!\n") == ("accepted", "Your solution is okay!")
+    assert _verdict(AFTER)[0] == "not_judged"  # exit 0 without the okay line
+    assert _verdict(AFTER + "Your solution is okay!\n", axioms_mode="exact")[0] == "not_judged"
+    v, why = _verdict(AFTER + "error: Axiom 'sorryAx' is not permitted\n", exit_code=1)
     assert v == "rejected" and "sorryAx" in why
     # Exit 1 before the solution's build: the trusted part failed (sandbox, challenge build).
-    v, why = _verdict(exit_code=1, text=BEFORE + "error: Child exited with 1\n")
+    v, why = _verdict(BEFORE + "error: Child exited with 1\n", exit_code=1)
     assert v == "not_judged" and "before it reached the submission" in why
-    assert _verdict(exit_code=1, text=AFTER + "error: Child exited with 137\n")[0] == "not_judged"
-    assert _verdict(exit_code=1, text="x", truncated=True)[0] == "rejected"
-    assert _verdict(exit_code=2, text="error: no bwrap\n") == (
+    assert _verdict("error: no bwrap\n", exit_code=2) == (
         "not_judged",
         "lake comparator cannot run: error: no bwrap",
     )
-    assert _verdict(exit_code=3, text=AFTER)[0] == "not_judged"
-    assert _verdict(exit_code=None, signal=11, text=AFTER)[0] == "not_judged"
-    assert _verdict(exit_code=None, signal=9, timed_out=True, text=AFTER)[0] == "rejected"
-    assert _verdict(exit_code=None, signal=9, timed_out=True, text=BEFORE)[0] == "not_judged"
-    assert (
-        _verdict(exit_code=None, signal=9, limit_exceeded="memory cap exceeded", text=AFTER)[0] == "rejected"
-    )
+    assert _verdict(AFTER, exit_code=3)[0] == "not_judged"
+    assert _verdict(AFTER, exit_code=None, signal=11)[0] == "not_judged"
+    assert _verdict(BEFORE, exit_code=None, signal=9, timed_out=True)[0] == "not_judged"
+    assert _verdict(AFTER, exit_code=None, signal=9, limit_exceeded="memory cap exceeded")[0] == "rejected"
+    assert _verdict(BEFORE, exit_code=None, signal=9, limit_exceeded="memory cap exceeded")[0] == "not_judged"
     # The okay line alone, printed by the submission's build, is no acceptance.
-    assert _verdict(exit_code=1, text=AFTER + "Your solution is okay!\nerror: x\n")[0] == "rejected"
+    assert _verdict(AFTER + "Your solution is okay!\nerror: x\n", exit_code=1)[0] == "rejected"
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [
+        "Building LeanCheckedNetwork.Submission",
+        "Exporting #[x] from LeanCheckedNetwork.Submission",
+        "Running Lean default kernel on solution",
+    ],
+)
+def test_any_one_phase_mark_shows_the_solution_phase(mark: str) -> None:
+    """No single line decides (issue 30): each of the outer lake's solution-phase lines alone
+    marks the phase, and the challenge's own lines never do."""
+    assert cmp.solution_phase_start(None, BEFORE + mark + "\n") == 0.0
+    assert _verdict(BEFORE + mark + "\nerror: x\n", exit_code=1)[0] == "rejected"
+    assert cmp.solution_phase_start({m.encode(): 3.0 for m in cmp.SOLUTION_PHASE_MARKS if m in mark}) == 3.0
+    assert cmp.solution_phase_start(None, BEFORE) is None
+    assert cmp.solution_phase_start({}) is None
+
+
+def test_a_timeout_rejects_only_when_the_solution_had_its_full_time() -> None:
+    late = {"exit_code": None, "signal": 9, "timed_out": True, "timeout_s": 10.0}
+    v, why = _verdict(AFTER, solution_phase_at=5.0, seconds=15.5, **late)
+    assert v == "rejected" and "timed out" in why
+    v, why = _verdict(AFTER, solution_phase_at=8.0, seconds=15.5, **late)
+    assert v == "not_judged" and "left the submission 7.5 s of its 10 s" in why
+    assert _verdict(BEFORE, solution_phase_at=None, seconds=15.5, **late)[0] == "not_judged"
+
+
+@pytest.mark.parametrize(
+    ("oom", "peak", "want"),
+    [
+        (True, 100, "not_judged"),
+        (False, 100, "rejected"),
+        (True, 5000, "rejected"),
+        (False, 5000, "rejected"),
+    ],
+)
+def test_a_sigkilled_step_is_attributed_by_the_oom_counter(oom: bool, peak: int, want: str) -> None:
+    """As on the other routes (pipeline `untrusted_failure`): over the cap is the submission's,
+    else the OOM killer acting is the host's, else the submission killed its own step."""
+    text = AFTER + "error: Child exited with 137\n"
+    v, why = _verdict(text, exit_code=1, oom_killer_acted=oom, peak_rss_mb=peak, memory_cap_mb=1024)
+    assert v == want, why
+    # Before the solution phase a killed step is never a verdict.
+    assert (
+        _verdict(BEFORE + "error: Child exited with 137\n", exit_code=1, oom_killer_acted=oom)[0]
+        == "not_judged"
+    )
 
 
 def test_host_requirements_name_what_is_missing(tmp_path: Path) -> None:
@@ -206,11 +248,13 @@ def _run(
     *,
     probe: cmp.ComparatorProbe | None = None,
     timeout_s: float = 30.0,
+    allowance_s: float = 1.0,
+    limits: Limits | None = None,
     **kw: object,
 ) -> cmp.ComparatorOutcome:
     task = grade_task(P)
     work = tmp_path / "grade"
-    work.mkdir(exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     cmp.clear_probe_cache()
     settings = GraderConfig(timeout_s=timeout_s)
     return asyncio.run(
@@ -221,8 +265,8 @@ def _run(
             weights_lean=task.weights_lean,
             toolchain_dir=toolchain,
             work_dir=work,
-            deadline=time.monotonic() + timeout_s,
-            limits=cmp.comparator_limits(settings, work),
+            deadline=time.monotonic() + timeout_s + allowance_s,  # the double's trusted steps
+            limits=limits or cmp.comparator_limits(settings, work),
             prlimit=find_prlimit(),
             timeout_s=timeout_s,
             probe=probe,
@@ -271,7 +315,7 @@ def test_sorry_proof_is_rejected(tmp_path: Path) -> None:
         ("comparator kernel-reject", "rejected"),
         ("comparator axioms propext Lean.ofReduceBool", "rejected"),
         ("comparator axioms propext Classical.choice Quot.sound", "accepted"),
-        ("comparator killed", "not_judged"),
+        ("comparator killed", "rejected"),  # no OOM kill meanwhile: the submission's own doing
         ("comparator exit 3", "not_judged"),
         ("comparator crash", "not_judged"),
     ],
@@ -279,6 +323,15 @@ def test_sorry_proof_is_rejected(tmp_path: Path) -> None:
 def test_scripted_outcomes(tmp_path: Path, directive: str, verdict: str) -> None:
     out = _run(submission(directive), tmp_path, _toolchain(tmp_path))
     assert out.verdict == verdict, out.reason
+
+
+def test_a_killed_step_while_the_oom_killer_acts_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = iter(range(100))
+    monkeypatch.setattr(cmp, "oom_kill_count", lambda: next(counter))  # it moves during the run
+    out = _run(submission("comparator killed"), tmp_path, _toolchain(tmp_path))
+    assert out.verdict == "not_judged" and "OOM killer" in out.reason, out.reason
 
 
 def test_wrong_statement_is_rejected(tmp_path: Path) -> None:
@@ -356,6 +409,72 @@ def test_timeout_in_the_solutions_build_is_rejected(tmp_path: Path) -> None:
     assert out.commands[0].exit_code is None
 
 
+@pytest.mark.parametrize(
+    ("directive", "verdict"),
+    [("comparator sleep 30", "rejected"), ("comparator build-fail x", "rejected"), ("", "accepted")],
+)
+def test_a_lake_whose_stdout_is_buffered_is_judged_the_same(
+    tmp_path: Path, directive: str, verdict: str
+) -> None:
+    """Lean writes stdout with a bare `fwrite`, which glibc buffers into a pipe: the outer
+    lake's progress lines may arrive only at its exit, and a kill by the deadline loses them.
+    The solution phase is then found from the sandboxed step's command line in /proc."""
+    tc = _toolchain(tmp_path, "double-lake-buffered")
+    text = submission(directive) if directive else reference_submission(P)
+    out = _run(text, tmp_path, tc, timeout_s=2.0)
+    assert out.verdict == verdict, out.reason
+    if directive == "comparator sleep 30":
+        assert "Building" not in out.commands[0].output_tail  # lost with the kill
+
+
+def test_the_phase_comes_from_whichever_sign_is_first() -> None:
+    assert cmp.solution_phase_start({}, argv_seen_at=4.0) == 4.0
+    assert cmp.solution_phase_start({b"Building LeanCheckedNetwork.Submission": 9.0}, argv_seen_at=4.0) == 4.0
+    assert cmp.solution_phase_start({b" kernel on solution": 2.0}, argv_seen_at=4.0) == 2.0
+    assert cmp.solution_phase_start(None, "", None) is None
+
+
+def test_a_timeout_that_shortchanged_the_submission_is_not_judged(tmp_path: Path) -> None:
+    """No allowance and a trusted phase that takes its time: the solution phase had less than
+    `timeout_s` when the deadline struck, so the timeout is not the submission's verdict."""
+    tc = _toolchain(tmp_path)
+    weights = weights_text(P, "sleep 1")  # the challenge's build of Weights (not prebuilt here)
+    task = grade_task(P, weights)
+    work = tmp_path / "grade"
+    work.mkdir()
+    out = asyncio.run(
+        cmp.run_comparator(
+            submission("comparator sleep 30"),
+            p=P,
+            network_lean=task.network_lean,
+            weights_lean=task.weights_lean,
+            toolchain_dir=tc,
+            work_dir=work,
+            deadline=time.monotonic() + 2.0,
+            limits=cmp.comparator_limits(GraderConfig(), work),
+            prlimit=find_prlimit(),
+            timeout_s=2.0,
+            probe=cmp.probe_comparator(tc, refresh=True),
+        )
+    )
+    assert out.verdict == "not_judged" and "left the submission" in out.reason, out.reason
+
+
+def test_the_comparator_runs_without_an_address_space_cap(tmp_path: Path) -> None:
+    """Its bwrap clears LEAN_NUM_THREADS, so its Lean processes each reserve a 1 GiB stack per
+    core: no RLIMIT_AS (the recording double shows `ulimit -v`), and the double, like Lean on a
+    many-core host, fails under any address-space cap."""
+    tc = _toolchain(tmp_path, "double-lake-record")
+    assert _run(reference_submission(P), tmp_path, tc).verdict == "accepted"
+    record = (tc / "lake-record.log").read_text().splitlines()
+    assert record and all(line.startswith("ulimit-v=unlimited ") for line in record), record
+    assert any("args=comparator --config" in line for line in record), record
+    # The same run under the far backstop the other commands get fails before the submission.
+    capped = dataclasses.replace(cmp.comparator_limits(GraderConfig(), tmp_path), address_space_cap=True)
+    out = _run(reference_submission(P), tmp_path / "again", tc, limits=capped)
+    assert out.verdict == "not_judged" and "failed to create thread" in out.commands[0].output_tail
+
+
 def test_flood_then_failure_is_rejected(tmp_path: Path) -> None:
     out = _run(
         submission("comparator flood 3000000", "comparator build-fail x"), tmp_path, _toolchain(tmp_path)
@@ -402,3 +521,41 @@ def test_the_shared_double_lists_the_subcommand() -> None:
 
     done = subprocess.run([str(DOUBLE_DIR / "bin" / "lake"), "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and cmp.parse_lake_help(done.stdout) == "comparator"
+
+
+# ---- through the pipeline ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("judge", ["replay", "comparator"])
+async def test_a_slow_trusted_build_does_not_eat_the_submissions_time(tmp_path: Path, judge: str) -> None:
+    """The challenge's Weights take 2.5 s to build and the honest proof 1.5 s, under a 3 s
+    `timeout_s`: accepted on both routes, the trusted build counted on neither (issue 30)."""
+    task = grade_task(P, weights_text(P, "sleep 2.5"))
+    text = submission("build sleep 1.5", "comparator sleep 1.5")
+    res = await run_double(text, tmp_path, task=task, judge=judge, timeout_s=3.0)
+    assert res.accepted and res.judge == judge, res.reason
+    assert res.cache == "built"
+    again = await run_double(text, tmp_path, task=task, judge=judge, timeout_s=3.0)
+    assert again.accepted and again.cache == "hit", again.reason
+    if judge == "comparator":
+        lake = again.commands[-1]
+        assert lake.argv[1] == "comparator" and lake.seconds < 3.0 + cmp.TRUSTED_STEPS_S
+
+
+async def test_a_failed_trusted_challenge_build_is_not_judged(tmp_path: Path) -> None:
+    task = grade_task(P, weights_text(P, "fail scripted trusted failure"))
+    res = await run_double(reference_submission(P), tmp_path, task=task, judge="comparator")
+    assert not res.judged and res.failed_stage == "build", res.reason
+    assert "could not prebuild the comparator's challenge" in res.reason
+
+
+async def test_warm_cache_prebuilds_the_comparators_challenge(tmp_path: Path) -> None:
+    from lean_mod_add_proof.grading.grader import warm_cache
+
+    config = double_config(tmp_path, judge="comparator")
+    first = await warm_cache(grade_task(P), config, selftest_too=False)
+    assert first.judged and first.cache == "built" and first.judge == "comparator", first.reason
+    again = await warm_cache(grade_task(P), config, selftest_too=False)
+    assert again.cache == "hit", again.reason
+    res = await run_double(reference_submission(P), tmp_path, judge="comparator")
+    assert res.accepted and res.cache == "hit", res.reason

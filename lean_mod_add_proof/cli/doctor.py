@@ -49,6 +49,70 @@ USERNS_SWITCHES = (
 
 
 @dataclass(frozen=True)
+class KernelFix:
+    """A runtime or kernel soundness fix a toolchain may lack (docs/trust-model.md)."""
+
+    pr: str
+    what: str
+    needs_bytes: int | None
+    """The free memory the bug needs to be reached, where its report names one."""
+
+
+#: Fixed in v4.35.0-rc3 (2026-09-24; rc3 release notes), so missing from rc2 and everything older.
+RC3_FIXES: tuple[KernelFix, ...] = (
+    KernelFix(
+        "#15241",
+        "deletion cascades could free frozen objects: a use-after-free in the kernel, extendable to "
+        "a proof of False",
+        18 * 10**9,
+    ),
+    KernelFix("#15288", "objects shared between threads freed too early", None),
+    KernelFix("#15289", "maximal sharing at INT_MAX references (inputs beyond 100 GB)", 100 * 10**9),
+)
+
+
+def missing_kernel_fixes(version: str) -> tuple[KernelFix, ...]:
+    """The known fixes a Lean `version` (`4.35.0-rc2`) lacks (pure): rc3's three for anything
+    before 4.35.0-rc3; none known after."""
+    core, _, pre = version.partition("-")
+    try:
+        numbers = tuple(int(x) for x in core.split("."))
+        rc = int(pre.removeprefix("rc")) if pre else None
+    except ValueError:
+        return RC3_FIXES  # unknown shape: assume the worst
+    if numbers < (4, 35, 0) or (numbers == (4, 35, 0) and rc is not None and rc < 3):
+        return RC3_FIXES
+    return ()
+
+
+def kernel_fixes_check(version: str, most_memory_mb: int) -> Check:
+    """Which kernel fixes the toolchain lacks, and whether the grade's memory cap keeps each one
+    that needs a known amount of memory out of reach (`most_memory_mb`: the most one grade's
+    process tree may hold) (pure)."""
+    missing = missing_kernel_fixes(version)
+    if not missing:
+        return Check("kernel fixes", True, f"{version} has #15241, #15288 and #15289 (fixed in 4.35.0-rc3)")
+    cap = most_memory_mb * 1024 * 1024
+    reachable = [f for f in missing if f.needs_bytes is not None and cap >= f.needs_bytes]
+    parts = []
+    for f in missing:
+        if f.needs_bytes is None:
+            reach = "no memory bound known"
+        else:
+            far = "out of reach" if cap < f.needs_bytes else "REACHABLE"
+            reach = f"needs {f.needs_bytes // 10**9} GB, the grade's cap is {most_memory_mb} MiB: {far}"
+        parts.append(f"{f.pr} ({f.what}; {reach})")
+    return Check(
+        "kernel fixes",
+        not reachable,
+        f"{version} lacks " + "; ".join(parts),
+        "lower --memory-mb, or grade with --lean-toolchain leanprover/lean4:v4.35.0 (it grades "
+        "once its own self-test passes)",
+        required=False,
+    )
+
+
+@dataclass(frozen=True)
 class UsernsFacts:
     """What decides whether bubblewrap can create its namespaces here."""
 
@@ -173,7 +237,7 @@ def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: 
 
 def doctor_checks(config: GraderConfig) -> list[Check]:
     from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
-    from lean_mod_add_proof.grading.toolchain import ELAN_FIX, INSTALL_FIX
+    from lean_mod_add_proof.grading.toolchain import INSTALL_FIX
 
     checks: list[Check] = []
     elan = toolchain.elan_home() / "bin" / "elan"
@@ -187,13 +251,15 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
             required=False,  # the grader calls the toolchain's binaries directly
         )
     )
-    found = toolchain.locate_toolchain(config.toolchain_dir)
+    found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if isinstance(found, toolchain.Toolchain):
         checks.append(Check("lean", True, f"{found.lean}: {found.version}"))
         checks.append(Check("core library", True, str(found.dir / "lib" / "lean")))
         checks.append(Check("toolchain dir", True, f"{found.dir} (found via {found.source})"))
+        most_mb = config.memory_mb + max(pipeline.JUDGE_MEMORY_MB.values())
+        checks.append(kernel_fixes_check(toolchain.version_of(config.lean_toolchain), most_mb))
     else:
-        checks.append(Check("Lean toolchain", False, found.reason, f"`{INSTALL_FIX}` or `{ELAN_FIX}`"))
+        checks.append(Check("Lean toolchain", False, found.reason, found.fix))
     mode = config.sandbox
     probe = sandbox.probe_sandbox(refresh=True)
     in_force = SANDBOX_IN_FORCE[mode]
@@ -350,7 +416,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
     from lean_mod_add_proof.grading import pipeline, toolchain
     from lean_mod_add_proof.grading.selftest import run_selftest
 
-    found = toolchain.locate_toolchain(config.toolchain_dir)
+    found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if not isinstance(found, toolchain.Toolchain):
         return EXIT_NOT_JUDGED, {"passed": False, "reason": f"no toolchain: {found.reason}", "canaries": []}
     network = NETWORK_LEAN_PATH.read_text(encoding="utf-8")

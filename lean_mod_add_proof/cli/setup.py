@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -16,8 +17,9 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
+from lean_mod_add_proof.grading.result import TOOLCHAIN_NAME_PATTERN, GraderSettings, flag_name
 
 #: The elan release whose installer script is used. v4.2.4 is the newest elan tag found in the
 #: public sources searched for this change (leanprover/elan releases; the same tag is what other
@@ -29,7 +31,7 @@ ELAN_INIT_URL = f"https://raw.githubusercontent.com/leanprover/elan/{ELAN_RELEAS
 DEFAULT_ELAN_HOME = Path("~/.elan")
 
 
-def manual_steps(elan_home: Path | None = None) -> str:
+def manual_steps(elan_home: Path | None = None, lean_toolchain: str = LEAN_TOOLCHAIN) -> str:
     """How to install by hand into `elan_home` (default ~/.elan), to print when a step fails (pure)."""
     if elan_home is None or elan_home == DEFAULT_ELAN_HOME.expanduser():
         home, env = str(DEFAULT_ELAN_HOME), ""
@@ -40,7 +42,7 @@ def manual_steps(elan_home: Path | None = None) -> str:
     return (
         "To install by hand on a machine with internet access:\n"
         f"  curl -sSfL {ELAN_INIT_URL} | {env}sh -s -- -y --default-toolchain none\n"
-        f"  {env}{home}/bin/elan toolchain install {LEAN_TOOLCHAIN}\n"
+        f"  {env}{home}/bin/elan toolchain install {lean_toolchain}\n"
         f"(or copy an elan home that already holds the toolchain to {home}), then run {doctor}."
     )
 
@@ -80,10 +82,11 @@ def _run(argv: list[str], env: dict[str, str], what: str, steps: str) -> None:
         raise InstallError(f"{what} failed (exit code {done.returncode}).\n" + steps)
 
 
-def install(elan_home: Path, script_url: str, timeout_s: float) -> Path:
-    """Install elan if needed, then the pinned toolchain; returns the elan binary."""
+def install(elan_home: Path, script_url: str, timeout_s: float, lean_toolchain: str = LEAN_TOOLCHAIN) -> Path:
+    """Install elan if needed, then `lean_toolchain` (the pinned one by default); returns the
+    elan binary."""
     env = {**os.environ, "ELAN_HOME": str(elan_home)}
-    steps = manual_steps(elan_home)
+    steps = manual_steps(elan_home, lean_toolchain)
     elan = find_elan(elan_home)
     if elan is None:
         script = fetch(script_url, timeout_s, steps)
@@ -103,8 +106,8 @@ def install(elan_home: Path, script_url: str, timeout_s: float) -> Path:
         print(f"elan already installed: {elan} (toolchains go to {elan_home})")
         # The toolchain download also needs GitHub: check it answers before starting.
         fetch("https://github.com", timeout_s, steps)
-    what = f"elan toolchain install {LEAN_TOOLCHAIN}"
-    _run([str(elan), "toolchain", "install", LEAN_TOOLCHAIN], env, what, steps)
+    what = f"elan toolchain install {lean_toolchain}"
+    _run([str(elan), "toolchain", "install", lean_toolchain], env, what, steps)
     return elan
 
 
@@ -120,23 +123,28 @@ def elan_home_and_source(flag: str | None, env: Mapping[str, str]) -> tuple[Path
 def cmd_install_lean(args: argparse.Namespace) -> int:
     from lean_mod_add_proof.grading import toolchain
 
+    name = args.lean_toolchain
+    if not re.fullmatch(TOOLCHAIN_NAME_PATTERN, name):
+        why = f"--lean-toolchain {name!r} is not leanprover/lean4:vX.Y.Z[-rcN]"
+        print(f"install-lean: {why}", file=sys.stderr)
+        return EXIT_USAGE
     elan_home, source = elan_home_and_source(args.elan_home, os.environ)
     print(f"elan home: {elan_home} ({source})", flush=True)
     env = {**os.environ, "ELAN_HOME": str(elan_home)}
-    found = toolchain.locate_toolchain(env=env)
+    found = toolchain.locate_toolchain(env=env, lean_toolchain=name)
     if isinstance(found, toolchain.Toolchain):
-        print(f"{LEAN_TOOLCHAIN} is already installed: {found.dir} ({found.version})")
+        print(f"{name} is already installed: {found.dir} ({found.version})")
         print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
         return EXIT_OK
     try:
-        install(elan_home, args.script_url, args.timeout)
+        install(elan_home, args.script_url, args.timeout, name)
     except InstallError as exc:
         print(f"install-lean: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
     toolchain.clear_probe_cache()
-    found = toolchain.locate_toolchain(env=env)
+    found = toolchain.locate_toolchain(env=env, lean_toolchain=name)
     if isinstance(found, toolchain.Toolchain):
-        print(f"installed {LEAN_TOOLCHAIN}: {found.dir} ({found.version})")
+        print(f"installed {name}: {found.dir} ({found.version})")
     else:
         print(
             f"install-lean: the install ran but the toolchain was not found: {found.reason}", file=sys.stderr
@@ -157,5 +165,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--elan-home", default=None, help="where elan lives (default: $ELAN_HOME or ~/.elan)")
     p.add_argument("--timeout", type=float, default=10.0, help="network timeout per request, in seconds")
+    field = GraderSettings.model_fields["lean_toolchain"]
+    p.add_argument(
+        flag_name("lean_toolchain"),
+        dest="lean_toolchain",
+        default=field.default,
+        help=f"{field.description} (default: {field.default})",
+    )
     p.add_argument("--script-url", default=ELAN_INIT_URL, help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_install_lean)

@@ -48,9 +48,9 @@ def start(args: argparse.Namespace, console: Any, command: str, nothing: str) ->
             f"[red]{command}:[/] no task matches split={args.split}, max_p={args.max_p}", highlight=False
         )
         return EXIT_USAGE
-    found = toolchain.locate_toolchain(config.toolchain_dir)
+    found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if not isinstance(found, toolchain.Toolchain):
         console.print(f"[yellow]{command}: no Lean toolchain, {nothing}:[/] {found.reason}", highlight=False)
-        console.print(f"Install it with `{toolchain.INSTALL_FIX}`, then run {command} again.")
+        console.print(f"Install it: {found.fix}, then run {command} again.")
         return EXIT_NOT_JUDGED
     return config, records, found

@@ -19,9 +19,54 @@ What the sources say (leanprover/lean4 unless named; "stored" = the copy read, n
   `lake-manifest.json` in the project (`checkManifest`); each missing piece is `cannotRun`:
   "error: ..." and exit 2. Everything after that runs in one `try`: any error prints
   "error: ..." and exits 1, including a failure of the trusted challenge's build or a sandbox
-  that does not start ("Child exited with N"). Exit 1 is therefore a verdict on the submission
-  only once the solution's own build began, which it announces on stdout as
-  `Building <solution_module>` (`safeLakeBuild`); see `comparator_verdict`.
+  that does not start ("Child exited with N").
+
+Exit codes and phases (Check.lean at 0243d9f4; `runChallenge`, `compareIt`, `verifyMatch`), and
+what the grader makes of them (`comparator_verdict`):
+- exit 2: `cannotRun`, before anything is built: not judged.
+- exit 0: `compareIt` returned, its last line "Your solution is okay!": accepted (the line is
+  required too; its absence is not judged).
+- exit 1, any `throw` inside the `try`, in this order of phases:
+  1. trusted: "Resolving dependencies" (`lake env` in bwrap), "Building Challenge", "Exporting
+     #[...] from Challenge": a failure says nothing about the submission: not judged;
+  2. the solution: "Building <solution>" (`safeLakeBuild`; `Building {target}` at 6731c729),
+     "Exporting #[...] from <solution>" (`safeExport`), then `verifyMatch` (`compareAt`,
+     `checkAxioms`, "Running <kernel> kernel on solution" from `runExternalKernel`): a failure is
+     a rejection, but for a step SIGKILLed ("Child exited with 137", or "<kernel> exited with
+     137": bwrap reports a signal as 128+N) while the kernel's OOM-kill counter moved (not
+     judged, as on the other routes: process.py `oom_kill_count`).
+  The phase is read from the outer `lake`'s own progress lines, all printed before the step
+  they name (`SOLUTION_PHASE_MARKS`), and from the sandboxed steps' command lines in /proc
+  (`SOLUTION_PHASE_ARGV`: a process running with the solution module as an argument): any one
+  of them is enough, so no single wording decides, and a kill that loses the outer `lake`'s
+  buffered stdout still finds the phase. None of them seen is the trusted phase, or a Lake that
+  differs: not judged (fail closed; the comparator self-test's rejection canaries then fail, and
+  the route with them).
+- any other exit code, or the outer `lake` killed by a signal: not judged (the sources name no
+  other code; the sandboxed steps cannot signal the outer process: `--unshare-all`).
+
+The limits (issue 30): the comparator's bwrap starts every step with `--clearenv` and passes only
+`PATH`, `HOME`, `LEAN_ABORT_ON_PANIC` (`buildSandboxArgs`, `envPass`), so LEAN_NUM_THREADS never
+reaches its `lake build`, `lean`, `leanexport` and `leanchecker`, each of which then starts a
+thread per core, each reserving a 1 GiB stack (lean4 #12971). An address-space cap would kill
+them on a many-core host ("failed to create thread"); the comparator therefore runs with RLIMIT_AS
+unlimited (`comparator_limits`), under the live resident-memory cap alone.
+
+The deadline (issue 30): the trusted challenge is built by the grader before the run, in a cache
+entry of its own with its own deadline (`ensure_prebuilt_challenge`: `lake build Challenge`,
+outputs found up to date by their hash inside the run, lean-facts §0a on `checkHashUpToDate`),
+and the run gets the submission's `timeout_s` plus an allowance for its trusted steps. A run that
+times out is a rejection only when its solution phase had at least `timeout_s` to itself (the
+first phase mark is timed as the output arrives); otherwise not judged.
+
+The manifest: with a `lake-manifest.json` that parses, `loadWorkspace` calls `materializeDeps`,
+which warns about a stale manifest but never writes one (src/lake/Lake/Load/Workspace.lean,
+stored 02e5a640; `Workspace.materializeDeps` in src/lake/Lake/Load/Resolve.lean, newest stored
+copy); only `updateAndMaterialize` (no manifest, or `lake update`) writes it. So the read-only
+project directory of the comparator's sandbox is not written. Whether rc2's `Manifest` parser
+reads `MANIFEST_JSON` unchanged is confirmed only for the stored copies (see below); a parse
+error fails the run in its trusted phase (not judged), so the comparator self-test's reference
+canary catches it.
 - Release notes (leanprover/reference-manual `Manual/Releases/v4_35_0.lean`, stored 38eda35d,
   the rc3 notes): #14885 "ships `lake challenge` as a frontend to `comparator`", #15146
   "rename lake challenge to lake comparator", #15147 `comparator.json` as the default config
@@ -42,11 +87,12 @@ exact prompt signature (`lean_names.theorem_signature`), proved by `sorry` as co
 README and the release notes describe a challenge module.
 
 `lake comparator` is run outside the grader's own bwrap (it nests its own, with
-`--unshare-all`), in a fresh directory, through `process.run_command` under the grade's
-deadline and caps."""
+`--unshare-all`), in a fresh directory, through `process.run_command` under the deadline and
+caps described above (no address-space cap)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -54,6 +100,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +108,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading.lean_names import (
     ALLOWED_AXIOMS,
+    LEAN_TOOLCHAIN,
     PACKAGE_NAME,
     SUBMISSION_MODULE,
     SUBMISSION_PATH,
@@ -70,16 +119,22 @@ from lean_mod_add_proof.grading.lean_names import (
     theorem_name,
     theorem_signature,
 )
-from lean_mod_add_proof.grading.package import LEAN_TOOLCHAIN_FILE, NETWORK_PATH, WEIGHTS_PATH
+from lean_mod_add_proof.grading.package import (
+    NETWORK_PATH,
+    WEIGHTS_PATH,
+    cache_key,
+    write_fresh,
+)
 from lean_mod_add_proof.grading.process import (
     CommandOutcome,
     HostFault,
     Limits,
     child_env,
+    oom_kill_count,
     run_command,
 )
 from lean_mod_add_proof.grading.result import AxiomsMode, CommandRecord, GraderSettings, Stage
-from lean_mod_add_proof.grading.workdirs import run_in_thread
+from lean_mod_add_proof.grading.workdirs import copy_entry, run_in_thread
 
 Verdict = Literal["accepted", "rejected", "not_judged"]
 Subcommand = Literal["comparator", "challenge"]
@@ -99,6 +154,29 @@ HOME_DIR = "comparator-home"
 TMP_DIR = "comparator-tmp"
 #: What `compareIt` prints last on success (Check.lean).
 OKAY_LINE = "Your solution is okay!"
+#: Progress lines the outer `lake` prints (trusted: before the step they name) once the solution
+#: phase began (Check.lean `safeLakeBuild`, `safeExport`, `runExternalKernel`); any one of them
+#: marks it. The challenge's lines name `Challenge`, never the solution module.
+SOLUTION_PHASE_MARKS: tuple[str, ...] = (
+    f"Building {SUBMISSION_MODULE}",
+    f" from {SUBMISSION_MODULE}",
+    " kernel on solution",
+)
+#: An argument only the solution phase's sandboxed steps run with: Check.lean runs them as
+#: `env -i <bwrap> ... -- <lake> build <solution>` and `... -- <leanexport> <solution> -- ...`
+#: (`sandboxSpawnArgs`, `safeLakeBuild`, `safeExport`), visible in /proc while they run. It does
+#: not depend on the outer `lake`'s stdout, which Lean writes with a bare `fwrite`
+#: (src/runtime/io.cpp `lean_io_prim_handle_put_str`): into a pipe, glibc buffers it, and a
+#: kill by the grader's deadline or cap loses what was not flushed.
+SOLUTION_PHASE_ARGV: tuple[str, ...] = (SUBMISSION_MODULE,)
+#: The comparator's trusted steps once the challenge is prebuilt: `lake env`, finding the
+#: challenge up to date, exporting it (seconds, on top of the prebuild's own measured time).
+TRUSTED_STEPS_S = 60.0
+#: Memory floor of the trusted challenge build, as the replay route's prebuild has one
+#: (pipeline.py `PREBUILD_MEMORY_MB`): a small cap meant for submissions must not stop it.
+CHALLENGE_BUILD_MEMORY_MB = 2048
+#: The prebuilt entry records how long `lake build Challenge` took (seconds, as text).
+PREBUILD_SECONDS_FILE = "prebuild-seconds.txt"
 #: Least output kept from the comparator, so its own progress lines survive a chatty build.
 MIN_OUTPUT_CAP = 1 << 20
 #: Where the probe looks for bwrap, git, env and which (Lake finds them through `which`).
@@ -166,13 +244,18 @@ def config_json(p: int, axioms_mode: AxiomsMode = "subset") -> str:
 
 
 def comparator_files(
-    p: int, network_lean: str | bytes, weights_lean: str, submission: str
+    p: int,
+    network_lean: str | bytes,
+    weights_lean: str,
+    submission: str,
+    lean_toolchain: str = LEAN_TOOLCHAIN,
 ) -> dict[str, bytes]:
-    """Every file of the package the comparator runs on, by path relative to its root (pure)."""
+    """Every file of the package the comparator runs on, by path relative to its root (pure).
+    `lean-toolchain` names the toolchain that grades (the `lean_toolchain` setting)."""
     network = network_lean.encode("utf-8") if isinstance(network_lean, str) else network_lean
     return {
         "lakefile.toml": LAKEFILE_TOML.encode(),
-        "lean-toolchain": LEAN_TOOLCHAIN_FILE.encode(),
+        "lean-toolchain": f"{lean_toolchain}\n".encode(),
         "lake-manifest.json": MANIFEST_JSON.encode(),
         CHALLENGE_PATH: challenge_lean(p).encode("utf-8"),
         NETWORK_PATH: network,
@@ -241,43 +324,79 @@ def _one_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def solution_phase_started(text: str, truncated: bool, solution_module: str = SOLUTION_MODULE) -> bool:
-    """Whether the run reached the solution's own build: `safeLakeBuild` prints
-    `Building <module>` before it. Everything earlier (resolving the trusted lakefile, building
-    and exporting the trusted challenge) says nothing about the submission. Output past the cap
-    (at least `MIN_OUTPUT_CAP`, far more than the trusted steps print) is the solution's build."""
-    return truncated or f"Building {solution_module}" in (ln.strip() for ln in _lines(text))
+def solution_phase_start(
+    first_seen: Mapping[bytes, float] | None, text: str = "", argv_seen_at: float | None = None
+) -> float | None:
+    """Seconds into the run at which its solution phase was first seen, or None (pure): the
+    earliest of the `SOLUTION_PHASE_MARKS` the output showed (timed as it arrived; without
+    timings, `first_seen` None, a mark in the kept `text` counts as seen at the start) and of a
+    process running with `SOLUTION_PHASE_ARGV` (`argv_seen_at`)."""
+    if first_seen is not None:
+        times = [first_seen[m.encode()] for m in SOLUTION_PHASE_MARKS if m.encode() in first_seen]
+    else:
+        times = [0.0] if any(m in text for m in SOLUTION_PHASE_MARKS) else []
+    if argv_seen_at is not None:
+        times.append(argv_seen_at)
+    return min(times) if times else None
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the grader saw of one run of `lake comparator`, beyond its output (pure data)."""
+
+    exit_code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    limit_exceeded: str | None = None
+    solution_phase_at: float | None = None
+    """`solution_phase_start`: seconds into the run, or None (never reached)."""
+    seconds: float = 0.0
+    """How long the run lasted (to its kill, on a timeout)."""
+    oom_killer_acted: bool = False
+    """The kernel's OOM-kill counter moved during the run (or could not be read)."""
+    peak_rss_mb: int = 0
+    memory_cap_mb: int | None = None
+
+
+def _killed_step(err: str) -> bool:
+    """`Child exited with 137` (a sandboxed build or export) or `<kernel> exited with 137`: bwrap
+    reports its command's death by SIGKILL as 128 + 9 (process.py module docstring)."""
+    return err.endswith("exited with 137")
 
 
 def comparator_verdict(
-    *,
-    exit_code: int | None,
-    signal: int | None,
-    timed_out: bool,
-    limit_exceeded: str | None,
+    facts: RunFacts,
     text: str,
-    truncated: bool,
+    *,
     axioms_mode: AxiomsMode = "subset",
     timeout_s: float | None = None,
 ) -> tuple[Verdict, str]:
-    """Map one run of `lake comparator` to a verdict (pure). Exit 0 with the okay line is
-    accepted; exit 1 is rejected once the solution's build began, else not judged; exit 2
-    ("cannot run"), any other code and any signal are not judged. The grader's own deadline or
-    cap stopping it is a rejection once the solution's build began (as in the build stage),
-    else not judged."""
-    started = solution_phase_started(text, truncated)
-    if timed_out or limit_exceeded:
-        why = (
-            f"stopped: {limit_exceeded}"
-            if limit_exceeded
-            else "timed out" + (f" (the {timeout_s:g} s limit ran out)" if timeout_s else "")
-        )
+    """Map one run of `lake comparator` to a verdict (pure; the module docstring gives the
+    exit codes and phases). The grader's own deadline stopping it is a rejection only once the
+    solution phase had `timeout_s` to itself; its memory cap once the solution phase began; a
+    SIGKILL inside the solution phase is the host's when the OOM killer acted, else the
+    submission's, as on the other routes."""
+    started = facts.solution_phase_at is not None
+    if facts.timed_out:
+        why = "timed out" + (f" (the {timeout_s:g} s limit ran out)" if timeout_s else "")
+        if not started:
+            return "not_judged", f"lake comparator {why} before it reached the submission"
+        assert facts.solution_phase_at is not None
+        had = facts.seconds - facts.solution_phase_at
+        if timeout_s is not None and had < timeout_s:
+            return "not_judged", (
+                f"lake comparator timed out, but its trusted steps left the submission {had:.1f} s "
+                f"of its {timeout_s:g} s"
+            )
+        return "rejected", f"lake comparator {why} while building or judging the submission"
+    if facts.limit_exceeded:
+        why = f"lake comparator stopped: {facts.limit_exceeded}"
         if started:
-            return "rejected", f"lake comparator {why} while building or judging the submission"
-        return "not_judged", f"lake comparator {why} before it reached the submission"
-    if signal is not None:
-        return "not_judged", f"lake comparator was killed by signal {signal}: {_last_error(text)}"
-    if exit_code == 0:
+            return "rejected", f"{why} while building or judging the submission"
+        return "not_judged", f"{why} before it reached the submission"
+    if facts.signal is not None:
+        return "not_judged", f"lake comparator was killed by signal {facts.signal}: {_last_error(text)}"
+    if facts.exit_code == 0:
         if OKAY_LINE not in (ln.strip() for ln in _lines(text)):
             return "not_judged", f"lake comparator exited 0 without saying {OKAY_LINE!r}"
         if axioms_mode == "exact":
@@ -286,19 +405,30 @@ def comparator_verdict(
                 f"{', '.join(ALLOWED_AXIOMS)}; axioms_mode=exact (all of them) needs the replay judge"
             )
         return "accepted", OKAY_LINE
-    if exit_code == 1:
+    if facts.exit_code == 1:
         err = _last_error(text)
         if not started:
             return "not_judged", f"lake comparator failed before it reached the submission: {err}"
-        if err.endswith("exited with 137"):  # a sandboxed step SIGKILLed, not by the grader
-            return (
-                "not_judged",
-                f"a step of lake comparator was killed (SIGKILL: the host's OOM killer?): {err}",
+        if _killed_step(err):
+            cap = facts.memory_cap_mb
+            if cap is not None and facts.peak_rss_mb > cap:
+                return "rejected", (
+                    f"a step of lake comparator was killed: memory cap exceeded "
+                    f"({facts.peak_rss_mb} MiB > {cap} MiB): {err}"
+                )
+            if facts.oom_killer_acted:
+                return "not_judged", (
+                    f"a step of lake comparator was killed by the host's OOM killer, at "
+                    f"{facts.peak_rss_mb} MiB: {err}"
+                )
+            return "rejected", (
+                f"a step of lake comparator was killed by a SIGKILL that neither the grader nor the "
+                f"OOM killer sent: {err}"
             )
         return "rejected", f"lake comparator rejected the submission: {err}"
-    if exit_code == 2:
+    if facts.exit_code == 2:
         return "not_judged", f"lake comparator cannot run: {_last_error(text)}"
-    return "not_judged", f"lake comparator exited {exit_code}: {_last_error(text)}"
+    return "not_judged", f"lake comparator exited {facts.exit_code}: {_last_error(text)}"
 
 
 # ---- what it needs on the host ---------------------------------------------------------------
@@ -448,7 +578,8 @@ def clear_probe_cache() -> None:
 
 
 def comparator_limits(settings: GraderSettings, work_dir: Path) -> Limits:
-    """The grade's caps for the comparator run, its disk counted under `work_dir`."""
+    """The grade's caps for the comparator run, its disk counted under `work_dir`: resident
+    memory, processes, disk and file size, but no address-space cap (module docstring)."""
     return Limits(
         memory_mb=settings.memory_mb,
         max_processes=settings.max_processes,
@@ -457,7 +588,123 @@ def comparator_limits(settings: GraderSettings, work_dir: Path) -> Limits:
         disk_paths=(work_dir,),
         max_files=settings.max_files,
         cpu_threads=settings.threads,
+        address_space_cap=False,
     )
+
+
+# ---- the trusted challenge, built before the run ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrebuiltChallenge:
+    """A verified package with the trusted challenge (and what it imports) already built."""
+
+    package: Path
+    seconds: float
+    """How long its `lake build Challenge` took when it was built."""
+    records: tuple[CommandRecord, ...] = ()
+
+
+def trusted_files(
+    p: int, network_lean: str | bytes, weights_lean: str, lean_toolchain: str = LEAN_TOOLCHAIN
+) -> dict[str, bytes]:
+    """The package without the submission: what the prebuild builds (pure)."""
+    files = comparator_files(p, network_lean, weights_lean, "", lean_toolchain)
+    del files[SUBMISSION_PATH]
+    return files
+
+
+def prebuild_key(toolchain_version: str, toolchain_dir: Path, files: Mapping[str, bytes]) -> str:
+    """The cache key of a prebuilt challenge: toolchain and trusted files (pure)."""
+    return "comparator-" + cache_key(toolchain_version, toolchain_dir, {**files, "#builder": b"lake-1"})
+
+
+def challenge_outputs_missing(manifest: Mapping[str, str]) -> list[str]:
+    """The entry must hold the challenge's olean and the measured build time (pure)."""
+    olean = f".lake/build/lib/lean/{CHALLENGE_MODULE}.olean"
+    return [f for f in (olean, PREBUILD_SECONDS_FILE) if f not in manifest]
+
+
+def prebuild_allowance(prebuilt: PrebuiltChallenge | None, timeout_s: float) -> float:
+    """Time the run gets beyond the submission's `timeout_s` for its trusted steps: those
+    steps, plus the challenge's build time in case the run does not find it up to date (or the
+    prebuild's own limit, `timeout_s`, when there is no prebuilt challenge) (pure)."""
+    return TRUSTED_STEPS_S + (prebuilt.seconds if prebuilt is not None else timeout_s)
+
+
+async def ensure_prebuilt_challenge(
+    *,
+    p: int,
+    network_lean: str | bytes,
+    weights_lean: str,
+    toolchain_dir: Path,
+    toolchain_version: str,
+    probe: ComparatorProbe,
+    cache_root: Path,
+    scratch: Path,
+    settings: GraderSettings,
+    prlimit: str | None,
+    scope: str = "",
+) -> PrebuiltChallenge:
+    """The cache entry with `Challenge` built by `lake build Challenge` (trusted files only; the
+    grader's own deadline `settings.timeout_s`, the grade's caps without an address-space cap),
+    built on first use. `scratch` (an empty directory of the grade) holds HOME and TMPDIR.
+    Raises `cache.PrebuildFailed` when the trusted build fails, `cache.CacheUnusable` when the
+    cache cannot serve it (the run then builds the challenge itself)."""
+    files = trusted_files(p, network_lean, weights_lean, settings.lean_toolchain)
+    key = prebuild_key(toolchain_version, toolchain_dir, files)
+    records: list[CommandRecord] = []
+
+    async def prebuild(where: Path) -> cachemod.PrebuildOutcome:
+        if probe.lake is None:
+            return cachemod.PrebuildOutcome(False, probe.reason, [])
+        home, tmpdir = scratch / HOME_DIR, scratch / TMP_DIR
+        home.mkdir(mode=0o700, exist_ok=True)
+        tmpdir.mkdir(mode=0o700, exist_ok=True)
+        started = time.monotonic()
+        try:
+            out = await run_command(
+                [probe.lake, "build", CHALLENGE_MODULE],
+                stage="build",
+                cwd=where,
+                env=comparator_env(toolchain_dir, home, tmpdir, probe),
+                deadline=started + settings.timeout_s,
+                output_cap_bytes=settings.output_cap_bytes,
+                tail_chars=settings.tail_chars,
+                limits=dataclasses.replace(
+                    comparator_limits(settings, where),
+                    memory_mb=max(settings.memory_mb, CHALLENGE_BUILD_MEMORY_MB),
+                ),
+                prlimit=prlimit,
+                sandboxed=False,
+                scope=scope,
+            )
+        except HostFault as exc:
+            return cachemod.PrebuildOutcome(False, f"lake build {CHALLENGE_MODULE}: {exc.reason}", [])
+        seconds = time.monotonic() - started
+        records.append(out.record)
+        rec = out.record
+        if out.timed_out or out.limit_exceeded or rec.signal is not None or rec.exit_code != 0:
+            why = out.limit_exceeded or ("timed out" if out.timed_out else f"exit {rec.exit_code}")
+            return cachemod.PrebuildOutcome(
+                False, f"lake build {CHALLENGE_MODULE} failed ({why}): {_last_error(out.text)}", records
+            )
+        (where / PREBUILD_SECONDS_FILE).write_text(f"{seconds:.3f}\n", encoding="ascii")
+        return cachemod.PrebuildOutcome(True, "", records)
+
+    entry = await cachemod.ensure_entry(
+        cache_root,
+        key,
+        files,
+        prebuild,
+        deadline=time.monotonic() + settings.timeout_s,
+        outputs_missing=challenge_outputs_missing,
+    )
+    try:
+        seconds = float((entry.package / PREBUILD_SECONDS_FILE).read_text(encoding="ascii"))
+    except (OSError, ValueError) as exc:
+        raise cachemod.CacheUnusable(f"the prebuilt challenge has no build time: {exc}") from None
+    return PrebuiltChallenge(entry.package, seconds, tuple(entry.records))
 
 
 def comparator_env(toolchain_dir: Path, home: Path, tmpdir: Path, probe: ComparatorProbe) -> dict[str, str]:
@@ -490,20 +737,29 @@ async def run_comparator(
     probe: ComparatorProbe | None = None,
     stage: Stage = "leanchecker",
     paranoid: bool = False,
+    prebuilt: PrebuiltChallenge | None = None,
+    lean_toolchain: str = LEAN_TOOLCHAIN,
 ) -> ComparatorOutcome:
     """Judge `submission` with the toolchain's `lake comparator` (or `lake challenge`).
 
     `work_dir` is the grade's own directory (it must exist); the package goes into a fresh
-    `work_dir/comparator-package`, the config, HOME and TMPDIR beside it. The command runs
-    unsandboxed by the grader (the comparator nests its own bwrap) under `deadline` (a
-    `time.monotonic()` value) and `limits`. Never raises for a host fault: that is not judged."""
+    `work_dir/comparator-package` (a copy of `prebuilt`, the challenge already built, when
+    given), the config, HOME and TMPDIR beside it. The command runs unsandboxed by the grader
+    (the comparator nests its own bwrap) under `deadline` (a `time.monotonic()` value: the
+    submission's `timeout_s` plus `prebuild_allowance`) and `limits`. Never raises for a host
+    fault: that is not judged."""
     if probe is None:
         probe = await run_in_thread(probe_comparator, Path(toolchain_dir))
     if not probe.available or probe.lake is None or probe.subcommand is None:
         return ComparatorOutcome(verdict="not_judged", reason=probe.reason, subcommand=probe.subcommand)
     try:
         package = work_dir / PACKAGE_DIR
-        write_package(package, comparator_files(p, network_lean, weights_lean, submission))
+        if prebuilt is not None:
+            await copy_entry(prebuilt.package, package)
+            write_fresh(package, SUBMISSION_PATH, submission)
+        else:
+            files = comparator_files(p, network_lean, weights_lean, submission, lean_toolchain)
+            write_package(package, files)
         config_path = work_dir / CONFIG_FILE
         config_path.write_text(config_json(p, axioms_mode), encoding="utf-8")
         home, tmpdir = work_dir / HOME_DIR, work_dir / TMP_DIR
@@ -516,6 +772,7 @@ async def run_comparator(
             subcommand=probe.subcommand,
         )
     argv = comparator_argv(probe.lake, probe.subcommand, config_path, paranoid=paranoid)
+    ooms = oom_kill_count()
     try:
         out: CommandOutcome = await run_command(
             argv,
@@ -529,6 +786,8 @@ async def run_comparator(
             prlimit=prlimit,
             sandboxed=False,
             scope=scope,
+            watch_for=[m.encode() for m in SOLUTION_PHASE_MARKS],
+            watch_argv=SOLUTION_PHASE_ARGV,
         )
     except HostFault as exc:
         return ComparatorOutcome(
@@ -540,16 +799,20 @@ async def run_comparator(
         verdict: Verdict = "not_judged"
         reason = "no time was left to run lake comparator"
     else:
-        verdict, reason = comparator_verdict(
+        after = oom_kill_count()
+        facts = RunFacts(
             exit_code=out.record.exit_code,
             signal=out.record.signal,
             timed_out=out.timed_out,
             limit_exceeded=out.limit_exceeded,
-            text=out.text,
-            truncated=out.record.truncated,
-            axioms_mode=axioms_mode,
-            timeout_s=timeout_s,
+            solution_phase_at=solution_phase_start(out.first_seen, argv_seen_at=out.argv_seen_at),
+            seconds=out.record.seconds,
+            # as pipeline.py `_oom_killer_acted`: an unreadable counter is the host's (safe) reading
+            oom_killer_acted=ooms is None or after is None or after > ooms,
+            peak_rss_mb=out.peak_rss_mb,
+            memory_cap_mb=limits.memory_mb if limits is not None else None,
         )
+        verdict, reason = comparator_verdict(facts, out.text, axioms_mode=axioms_mode, timeout_s=timeout_s)
     return ComparatorOutcome(
         verdict=verdict,
         reason=reason,

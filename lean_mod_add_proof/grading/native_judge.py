@@ -21,7 +21,11 @@ build can reach the cache, it is re-hashed in full before every use.
 
 If the build fails, or the executable does not start (`judge` without arguments must refuse
 them the way Judge.lean's `main` does), grading falls back to `lean --run Judge.lean`: every
-result says which ran (`judge_mode`), and the self-test runs the mode that grades.
+result says which ran (`judge_mode`), and the self-test runs the mode that grades. A failure the
+host caused (a program that could not be started, a sandbox that did not start, a deadline, a
+cap or a signal, a cache that could not be written) is tried again once its back-off has passed
+(backoff.py); a build that exits with an error, or an executable that answers wrongly, stays a
+failure for the life of the process.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
+from lean_mod_add_proof.grading.backoff import Backoff
 from lean_mod_add_proof.grading.hashing import sha256_file
 from lean_mod_add_proof.grading.judge_source import judge_text
 from lean_mod_add_proof.grading.oserrors import host_errno
@@ -79,6 +84,8 @@ class NoNativeJudge:
 
     reason: str
     records: tuple[CommandRecord, ...] = field(default=(), compare=False)
+    transient: bool = False
+    """The host's doing (see the module docstring): built again after a back-off."""
 
 
 def build_argvs(toolchain: Toolchain, threads: int) -> list[list[str]]:
@@ -138,7 +145,15 @@ def started_as_expected(outcome: CommandOutcome) -> str | None:
     return None
 
 
+def _host_stopped(outcome: CommandOutcome) -> bool:
+    """A deadline, a cap or a signal ended the trusted command: the host's doing, not the
+    toolchain's answer (pure)."""
+    return outcome.timed_out or bool(outcome.limit_exceeded) or outcome.record.signal is not None
+
+
 _memo: dict[tuple[str, str], NativeJudge | NoNativeJudge] = {}
+#: When a transiently failed build (`NoNativeJudge.transient`) is tried again.
+retry = Backoff()
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]] = (
     weakref.WeakKeyDictionary()
 )
@@ -149,6 +164,8 @@ def forget(judge: NativeJudge | None = None) -> None:
     for key, known in list(_memo.items()):
         if judge is None or known == judge:
             del _memo[key]
+    if judge is None:
+        retry.clear()
 
 
 async def ensure_native_judge(
@@ -156,34 +173,52 @@ async def ensure_native_judge(
 ) -> NativeJudge | NoNativeJudge:
     """The verified executable for this toolchain and judge text (the export judge or the olean
     judge, judge_source.py), building it on first use; else why not. Remembered for the life of
-    the process (a failure too: the next process tries again)."""
+    the process (a failure too, but for one the host caused, tried again after its back-off; the
+    next process tries again anyway)."""
     source = judge_text(verdict_from).encode("utf-8")
     key = (str(cache_root), build_key(toolchain, source))
-    if (known := _memo.get(key)) is not None:
+    if (known := _settled(key)) is not None:
         return known
     per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
     async with per_loop.setdefault(key, asyncio.Lock()):
-        if (known := _memo.get(key)) is not None:
+        if (known := _settled(key)) is not None:
             return known
         found = await _build_or_load(toolchain, cache_root, key[1], source, threads, run)
+        if isinstance(found, NoNativeJudge) and found.transient:
+            wait = retry.failed(key)
+            found = dataclasses.replace(found, reason=f"(a host fault: retried in {wait:g} s) {found.reason}")
+        else:
+            retry.succeeded(key)
         _memo[key] = dataclasses.replace(found, records=())  # the commands go on one grade only
         return found
+
+
+def _settled(key: tuple[str, str]) -> NativeJudge | NoNativeJudge | None:
+    """What stands for `key`, or None when it must be built (again: a host fault's back-off passed)."""
+    known = _memo.get(key)
+    if isinstance(known, NoNativeJudge) and known.transient and retry.due(key):
+        return None
+    return known
 
 
 async def _build_or_load(
     toolchain: Toolchain, cache_root: Path, key: str, source: bytes, threads: int, run: RunTrusted
 ) -> NativeJudge | NoNativeJudge:
     deadline = time.monotonic() + BUILD_TIMEOUT_S
+    host_fault = False  # the prebuild stopped for a reason of the host (see the module docstring)
 
     async def prebuild(where: Path) -> cachemod.PrebuildOutcome:
+        nonlocal host_fault
         records: list[CommandRecord] = []
         for argv in build_argvs(toolchain, threads):
             try:
                 out = await run(argv, where, deadline, True, ())
             except HostFault as fault:  # e.g. no `leanc` in this toolchain: grade with `lean --run`
+                host_fault = True
                 return cachemod.PrebuildOutcome(False, str(fault), records)
             records.append(out.record)
             if out.timed_out or out.limit_exceeded or out.record.exit_code != 0:
+                host_fault = _host_stopped(out)
                 why = out.limit_exceeded or ("timed out" if out.timed_out else f"exit {out.record.exit_code}")
                 tail = " ".join(out.text.split())[-300:]
                 return cachemod.PrebuildOutcome(
@@ -201,24 +236,26 @@ async def _build_or_load(
             outputs_missing=missing_executable,
         )
     except cachemod.PrebuildFailed as exc:
-        return NoNativeJudge(f"the native judge did not build: {exc.reason}", tuple(exc.records))
+        return NoNativeJudge(f"the native judge did not build: {exc.reason}", tuple(exc.records), host_fault)
     except cachemod.CacheUnusable as exc:
-        return NoNativeJudge(f"the native judge could not be cached: {exc.reason}", tuple(exc.records))
+        return NoNativeJudge(f"the native judge could not be cached: {exc.reason}", tuple(exc.records), True)
     path = entry.package / EXECUTABLE
     records = list(entry.records)
     try:
         ident = await asyncio.to_thread(stat_ident, path)
     except OSError as exc:
-        return NoNativeJudge(f"the native judge vanished: {exc.strerror}", tuple(records))
+        return NoNativeJudge(f"the native judge vanished: {exc.strerror}", tuple(records), True)
     judge = NativeJudge(path, entry.manifest[EXECUTABLE], ident)
     # `ensure_entry` re-hashed the whole entry; a change since shows in the identity.
     if not await asyncio.to_thread(unchanged, judge, rehash=True):
-        return NoNativeJudge("the native judge changed while it was being checked", tuple(records))
+        return NoNativeJudge("the native judge changed while it was being checked", tuple(records), True)
     try:
         out = await run([str(path)], path.parent, deadline, False, (path.parent,))
     except HostFault as fault:
-        return NoNativeJudge(f"the native judge does not run here: {fault}", tuple(records))
+        return NoNativeJudge(f"the native judge does not run here: {fault}", tuple(records), True)
     records.append(out.record)
     if (problem := started_as_expected(out)) is not None:
-        return NoNativeJudge(f"the native judge does not run here: {problem}", tuple(records))
+        return NoNativeJudge(
+            f"the native judge does not run here: {problem}", tuple(records), _host_stopped(out)
+        )
     return NativeJudge(path, judge.sha256, judge.ident, tuple(records))

@@ -447,7 +447,9 @@ class _Grade:
 
     async def locate(self) -> _Env:
         self.begin("toolchain")
-        found = await asyncio.to_thread(locate_toolchain, self.config.toolchain_dir)
+        found = await asyncio.to_thread(
+            locate_toolchain, self.config.toolchain_dir, None, self.config.lean_toolchain
+        )
         if not isinstance(found, Toolchain):
             raise _not_judged("toolchain", f"Lean toolchain not found: {found.reason}; {found.fix}")
         self.result.toolchain = f"{found.dir} ({found.version})"
@@ -881,7 +883,48 @@ class _Grade:
             if (why := check_axioms(found, self.config.axioms_mode)) is not None:
                 raise _Failed("axioms", f"{name}: {why}")
 
-    async def compare(self, env: _Env, submission: str, deadline: float) -> None:
+    async def prepare_comparator(self, env: _Env) -> comparatormod.PrebuiltChallenge | None:
+        """The trusted challenge, built (or found) in the cache before the run, so that its build
+        does not eat the submission's time; None when the cache cannot be used (the run then
+        builds it, and gets the time for that). A failed trusted build is "could not judge"."""
+        self.begin("build")
+        assert self.grade_dir is not None and env.comparator is not None
+        scratch = self.grade_dir / "comparator-prebuild"
+        await workdirs.run_in_thread(scratch.mkdir, 0o700)
+        try:
+            prebuilt = await comparatormod.ensure_prebuilt_challenge(
+                p=self.task.p,
+                network_lean=self.task.network_lean,
+                weights_lean=self.task.weights_lean,
+                toolchain_dir=env.toolchain.dir,
+                toolchain_version=env.toolchain.version,
+                probe=env.comparator,
+                cache_root=cachemod.cache_root(self.config.cache_dir),
+                scratch=scratch,
+                settings=self.config,
+                prlimit=env.prlimit,
+                scope=workdirs.work_scope(self.config.work_root),
+            )
+        except cachemod.PrebuildFailed as exc:
+            self.result.commands.extend(exc.records)
+            why = f"could not prebuild the comparator's challenge: {exc.reason}"
+            raise _not_judged("build", why) from None
+        except cachemod.CacheUnusable as exc:
+            self.result.commands.extend(exc.records)
+            self.result.cache_note = one_line(f"cache unusable: {exc.reason}")
+            self.result.cache = "off"
+            return None
+        self.result.commands.extend(prebuilt.records)
+        self.result.cache = "built" if prebuilt.records else "hit"
+        return prebuilt
+
+    async def compare(
+        self,
+        env: _Env,
+        submission: str,
+        deadline: float,
+        prebuilt: comparatormod.PrebuiltChallenge | None = None,
+    ) -> None:
         """The toolchain's own judge (`lake comparator`) on a package it builds itself: exit 0
         accepted, 1 rejected once the solution's build began, anything else not judged
         (comparator.py). Every rejection is reported at the leanchecker stage: its output does
@@ -896,7 +939,7 @@ class _Grade:
             toolchain_dir=env.toolchain.dir,
             work_dir=self.grade_dir,
             deadline=deadline,
-            limits=env.limits(self.grade_dir),
+            limits=comparatormod.comparator_limits(self.config, self.grade_dir),  # no address-space cap
             prlimit=env.prlimit,
             axioms_mode=self.config.axioms_mode,
             output_cap_bytes=self.config.output_cap_bytes,
@@ -904,6 +947,8 @@ class _Grade:
             timeout_s=self.config.timeout_s,
             scope=workdirs.work_scope(self.config.work_root),
             probe=env.comparator,
+            prebuilt=prebuilt,
+            lean_toolchain=self.config.lean_toolchain,
         )
         self.result.commands.extend(outcome.commands)
         self.result.peak_memory_mb = max(self.result.peak_memory_mb, outcome.peak_rss_mb)
@@ -1111,9 +1156,15 @@ async def _grade_body(
             g.result.queued_seconds = round(time.monotonic() - queued, 4)
             if env.route.judge == "comparator":
                 g.grade_dir = workdirs.new_grade_dir(config.work_root, keep=config.keep_packages)
-                deadline = time.monotonic() + config.timeout_s
+                # The trusted challenge first, with its own deadline (the cache check and the
+                # build `timeout_s` each); then the run: the submission's `timeout_s` plus an
+                # allowance for the run's trusted steps (comparator.py, the deadline).
+                watchdog.arm(time.monotonic() + 2 * config.timeout_s)
+                prebuilt = await g.prepare_comparator(env)
+                allowance = comparatormod.prebuild_allowance(prebuilt, config.timeout_s)
+                deadline = time.monotonic() + config.timeout_s + allowance
                 watchdog.arm(deadline)
-                await g.compare(env, submission, deadline)
+                await g.compare(env, submission, deadline, prebuilt)
             else:
                 # From here on each step has its own deadline: the cache check and the prebuild
                 # `timeout_s` each, the build and the judge `timeout_s` together.
@@ -1285,6 +1336,9 @@ async def _get_ready(g: _Grade, toolchain_check: ToolchainCheck | None, *, task_
         if task_entry and env.route.judge == "replay":
             g.begin("build")
             await g.prepare(env)
+        elif task_entry:  # the comparator's prebuilt challenge
+            g.grade_dir = workdirs.new_grade_dir(g.config.work_root)
+            await g.prepare_comparator(env)
     except _Failed as failed:
         g.fail(failed.stage, failed.reason, judged=False)
     except HostFault as fault:

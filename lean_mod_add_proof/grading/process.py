@@ -31,7 +31,8 @@ Caps (`Limits`), checked by polling:
 - CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only. RLIMIT_CPU
   counts each process's CPU time over all its threads, so it is sized from the deadline times
   the threads a process may use (`cpu_limits`), with the soft limit below the hard one: the kernel
-  sends SIGXCPU at the soft limit (once a second after it) and SIGKILL only at the hard one.
+  sends SIGXCPU at the soft limit (once a second after it) and SIGKILL only at the hard one. No
+  RLIMIT_AS at all with `Limits.address_space_cap` off (`lake comparator`, see comparator.py).
 When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why,
 in exactly one of these forms: `memory cap exceeded (N MiB > M MiB)`,
 `process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`,
@@ -178,6 +179,9 @@ class Limits:
     """Directory entries under `disk_paths` together (None: not counted)."""
     cpu_threads: int = 1
     """Threads a process may use (the `threads` setting): sizes the CPU-seconds backstop."""
+    address_space_cap: bool = True
+    """The far RLIMIT_AS backstop (`ADDRESS_SPACE_BACKSTOP_MB`); off, RLIMIT_AS is unlimited
+    (for a command whose Lean processes it cannot give LEAN_NUM_THREADS, see comparator.py)."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,13 @@ class CommandOutcome:
     `CPU time cap exceeded (N CPU seconds in one process)`."""
     peak_rss_mb: int = 0
     """Largest summed resident memory of the tree seen while it ran, in MiB (rounded up)."""
+    first_seen: Mapping[bytes, float] | None = None
+    """For each of `run_command`'s `watch_for` strings that appeared in the output: when it
+    first did, in seconds after the command started (read as the output arrived)."""
+    argv_seen_at: float | None = None
+    """When a process of the tree was first seen running with one of `run_command`'s
+    `watch_argv` as a whole argument, in seconds after the command started (looked for at each
+    poll of the tree, so a process that lives less than `RSS_POLL_S` may be missed)."""
 
 
 class HostFault(Exception):
@@ -250,17 +261,18 @@ def host_fault_reason(exc: BaseException) -> str | None:
 
 
 def prlimit_argv(
-    prlimit: str, address_space_mb: int, cpu_seconds: tuple[int, int], max_file_mb: int
+    prlimit: str, address_space_mb: int | None, cpu_seconds: tuple[int, int], max_file_mb: int
 ) -> list[str]:
     """`prlimit` sets the limits on itself and execs the command, so every descendant inherits
     them (rlimits survive exec and fork, and bwrap does not reset them). RLIMIT_FSIZE bounds each
     file written (an .olean of a huge term, a flood into a file); it does not apply to pipes.
-    `cpu_seconds` is (soft, hard), written `--cpu=soft:hard` (prlimit(1): "soft:hard")."""
+    `cpu_seconds` is (soft, hard), written `--cpu=soft:hard` (prlimit(1): "soft:hard").
+    `address_space_mb` None: RLIMIT_AS unlimited (util-linux prlimit(1): "unlimited")."""
     mib = 1024 * 1024
     soft, hard = cpu_seconds
     return [
         prlimit,
-        f"--as={address_space_mb * mib}",
+        f"--as={'unlimited' if address_space_mb is None else address_space_mb * mib}",
         f"--cpu={soft}:{hard}",
         f"--fsize={max_file_mb * mib}",
         "--",
@@ -611,10 +623,13 @@ class _Watcher:
         token: str,
         limits: Limits | None,
         loop: asyncio.AbstractEventLoop,
+        argv_marks: frozenset[bytes] = frozenset(),
     ) -> None:
         self.thread = threading.Thread(target=self.run, name=f"lean-grader-watch-{root}", daemon=True)
         self.root = root
         self.limits = limits
+        self.argv_marks = argv_marks
+        self.argv_seen_at: float | None = None  # when a tree process first had one of them in argv
         self.marker = f"\0{TREE_ENV_VAR}={token}\0".encode()
         self.adopters = _ancestors()
         self.ours: dict[int, int] = {}  # pid -> start time, every process of the tree ever seen
@@ -737,6 +752,8 @@ class _Watcher:
                     self.other.add(pid)
         self._looked_until = time.monotonic()
         self.live = live
+        if self.argv_marks and self.argv_seen_at is None:
+            self._look_for_argv(live)
         rss *= _PAGE
         self.peak_rss = max(self.peak_rss, rss)
         lim = self.limits
@@ -746,6 +763,15 @@ class _Watcher:
             self.exceeded(f"memory cap exceeded ({math.ceil(rss / _MIB)} MiB > {lim.memory_mb} MiB)")
         elif len(live) > lim.max_processes:
             self.exceeded(f"process cap exceeded (more than {lim.max_processes} processes)")
+
+    def _look_for_argv(self, live: Mapping[int, tuple[int, bool]]) -> None:
+        """Note when a live process of the tree first runs with one of `argv_marks` as a whole
+        argument (read from /proc/PID/cmdline at each look: an exec changes it)."""
+        for pid in live:
+            data = _read_proc(pid, "cmdline", 1 << 16)
+            if data and not self.argv_marks.isdisjoint(data.split(b"\0")):
+                self.argv_seen_at = time.monotonic()
+                return
 
     def _walk_tick(self) -> bool:
         """Between disk-walk steps: keep polling, and say whether to abandon the walk."""
@@ -836,15 +862,27 @@ class _Watcher:
 
 
 class _Capture:
-    """Keeps the last `cap` bytes of a stream and counts all of them."""
+    """Keeps the last `cap` bytes of a stream and counts all of them, and notes when each of
+    `watch` first appears (across chunk boundaries)."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, watch: Sequence[bytes] = ()) -> None:
         self.cap = cap
         self.buf = bytearray()
         self.total = 0
+        self.watch = [w for w in dict.fromkeys(watch) if w]
+        self.seen: dict[bytes, float] = {}
+        self._carry = b""
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        if len(self.seen) < len(self.watch):
+            window = self._carry + chunk
+            now = time.monotonic()
+            for w in self.watch:
+                if w not in self.seen and w in window:
+                    self.seen[w] = now
+            keep = max(len(w) for w in self.watch) - 1
+            self._carry = window[-keep:] if keep else b""
         self.buf += chunk
         if len(self.buf) > 2 * self.cap:  # trim in bulk, amortised
             del self.buf[: len(self.buf) - self.cap]
@@ -1091,6 +1129,8 @@ async def run_command(
     sandboxed: bool = False,
     scope: str = "",
     stdout_fd: int | None = None,
+    watch_for: Sequence[bytes] = (),
+    watch_argv: Sequence[str] = (),
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
@@ -1104,7 +1144,9 @@ async def run_command(
     bwrap then reports on a status pipe whether the command ran at all. `scope` (the grader's
     work root) goes into the run's marker (see `kill_dead_graders_processes`). `stdout_fd`, a file
     the caller opened, takes the command's stdout (uncapped in memory; the file-size cap bounds
-    it), and then only its stderr is captured.
+    it), and then only its stderr is captured. `watch_for`: strings whose first appearance in the
+    output is timed (`CommandOutcome.first_seen`); `watch_argv`: arguments whose first appearance
+    in a process of the tree is timed (`CommandOutcome.argv_seen_at`).
 
     Raises `HostFault` when the outcome says nothing about the command (see the module
     docstring): the sandbox did not run it, it could not be started, its program vanished."""
@@ -1133,13 +1175,13 @@ async def run_command(
     if limits is not None:
         if prlimit is None:
             raise RuntimeError("prlimit not found; it is needed for the file-size cap")
-        address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb)
+        address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb) if limits.address_space_cap else None
         cpu = cpu_limits(remaining, limits.cpu_threads)
         full = prlimit_argv(prlimit, address_space, cpu, limits.max_file_mb) + full
     # The grader's owner record first (pid namespace, pid, start time), so a later grader can tell
     # the processes of one that was killed outright (see `kill_dead_graders_processes`).
     token = f"{owner_tag()}-{scope_tag(scope)}-{secrets.token_hex(8)}"
-    capture = _Capture(output_cap_bytes)
+    capture = _Capture(output_cap_bytes, watch_for)
     loop = asyncio.get_running_loop()
     try:
         last_pid = _last_pid()
@@ -1176,7 +1218,8 @@ async def run_command(
             proc.wait()
             _output_pipe(proc).close()
             raise
-        spawn = _Spawned(run, spawned_ticks, last_pid, looked_at, token)
+        argv_marks = frozenset(a.encode() for a in watch_argv)
+        spawn = _Spawned(run, spawned_ticks, last_pid, looked_at, token, argv_marks)
         outcome = await _watch(spawn, shown, stage, start, remaining, limits, sandboxed, tail_chars)
         status = _read_status(status_r) if status_r is not None else b""
     finally:
@@ -1206,6 +1249,7 @@ class _Spawned:
     last_pid: int | None
     looked_at: float
     token: str
+    argv_marks: frozenset[bytes] = frozenset()
 
 
 async def _watch(
@@ -1223,7 +1267,14 @@ async def _watch(
     loop = asyncio.get_running_loop()
     try:
         watcher = _Watcher(
-            run.pid, spawn.spawned_ticks, spawn.last_pid, spawn.looked_at, spawn.token, limits, loop
+            run.pid,
+            spawn.spawned_ticks,
+            spawn.last_pid,
+            spawn.looked_at,
+            spawn.token,
+            limits,
+            loop,
+            spawn.argv_marks,
         )
         watcher.thread.start()
     except BaseException as exc:
@@ -1279,4 +1330,6 @@ async def _watch(
         timed_out=timed_out,
         limit_exceeded=limit_exceeded,
         peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
+        first_seen={w: round(at - start, 3) for w, at in capture.seen.items()} if capture.watch else None,
+        argv_seen_at=None if watcher.argv_seen_at is None else round(watcher.argv_seen_at - start, 3),
     )

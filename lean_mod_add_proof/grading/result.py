@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from lean_mod_add_proof.grading.lean_names import LEAN_TOOLCHAIN
+
 #: Stages in the order they run; a grade stops at the first one that fails.
 Stage = Literal["extract", "guard", "toolchain", "build", "leanchecker", "statement", "axioms"]
 STAGES: tuple[Stage, ...] = ("extract", "guard", "toolchain", "build", "leanchecker", "statement", "axioms")
@@ -21,6 +23,9 @@ JudgeName = Literal["replay", "comparator"]
 #: the untrusted build wrote (mapped into the verdict process: the weaker boundary).
 VerdictFrom = Literal["export", "olean"]
 SandboxMode = Literal["auto", "on", "off"]
+#: The toolchains `lean_toolchain` accepts: elan's `leanprover/lean4:v<version>` for a release or a
+#: release candidate (no nightlies, no aliases such as `stable`: an alias moves).
+TOOLCHAIN_NAME_PATTERN = r"^leanprover/lean4:v[0-9]+\.[0-9]+\.[0-9]+(-rc[0-9]+)?$"
 
 
 class GraderSettings(BaseModel):
@@ -65,6 +70,8 @@ class GraderSettings(BaseModel):
     """Where prebuilt Network/Weights packages are kept (default: ~/.cache/lean-mod-add-proof)."""
     toolchain_dir: Path | None = None
     """The toolchain directory holding bin/lean (default: the pinned toolchain under ~/.elan)."""
+    lean_toolchain: str = Field(LEAN_TOOLCHAIN, pattern=TOOLCHAIN_NAME_PATTERN)
+    """The Lean toolchain to grade with (`lean --version` must name it; it grades after its own self-test)."""
     output_cap_bytes: int = Field(1 << 20, ge=1024)
     """Most bytes of output read from one command; the rest is discarded (the command goes on)."""
     tail_chars: int = Field(4000, ge=0)

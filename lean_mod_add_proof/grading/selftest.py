@@ -10,6 +10,9 @@ stops grading instead of producing wrong rewards.
 
 A pass is remembered per (toolchain, grader version, settings) in memory and in the cache
 directory; a failure only in memory, so a fixed toolchain is tried again by the next process.
+A failure only because a canary could not be judged (a host fault: a program briefly missing, a
+full disk, the OOM killer) says nothing about the toolchain: it is tried again once its back-off
+(backoff.py) has passed, while a canary judged wrongly condemns the route for the process.
 
 One path is tested only with the toolchain double: a judge that ends without a verdict after
 its `{"phase":"replay"}` line (a crash on the submission's data) counts as a rejection. No canary
@@ -40,6 +43,7 @@ from pydantic import BaseModel
 
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading.backoff import Backoff
 from lean_mod_add_proof.grading.export_text import append_line, drop_constant, retype_constant
 from lean_mod_add_proof.grading.judge_source import judge_text
 from lean_mod_add_proof.grading.lean_names import (
@@ -54,7 +58,7 @@ from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-3"
+GRADER_VERSION = "judge-4"  # 4: the comparator verdict (phases, OOM, deadline)
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
@@ -245,6 +249,9 @@ class SelfTestReport(BaseModel):
     reason: str
     """Empty when passed; else `toolchain self-test failed: <canary> was <what happened>`."""
     canaries: list[CanaryOutcome]
+    transient: bool = False
+    """It failed only because canaries could not be judged (host faults), never on a verdict:
+    tried again after a back-off instead of condemning the route."""
 
 
 def _expected(c: Canary) -> str:
@@ -292,6 +299,7 @@ async def run_selftest(
     )
     outcomes: list[CanaryOutcome] = []
     failure = ""
+    on_verdict = False  # a canary judged wrongly (not just not judged)
     if config.work_root is not None:
         config.work_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="lean-mod-add-proof-selftest-", dir=config.work_root) as work:
@@ -323,9 +331,12 @@ async def run_selftest(
                     seconds=res.grader_seconds,
                 )
             )
-            if problem is not None and not failure:
-                failure = f"toolchain self-test failed ({route.label}): {c.name} was {problem}"
-    return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes)
+            if problem is not None:
+                on_verdict = on_verdict or res.judged
+                if not failure:
+                    failure = f"toolchain self-test failed ({route.label}): {c.name} was {problem}"
+    transient = bool(failure) and not on_verdict
+    return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes, transient=transient)
 
 
 # ---- once per process, remembered on disk ------------------------------------------------------
@@ -359,6 +370,8 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, route: Route, verdi
 
 
 _memo: dict[str, SelfTestReport] = {}
+#: When a self-test that failed only on host faults (`SelfTestReport.transient`) runs again.
+retry = Backoff()
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
     weakref.WeakKeyDictionary()
 )
@@ -406,15 +419,15 @@ async def ensure_selftest(
 ) -> str | None:
     """None when this toolchain, by this route and judge, passed the self-test (now or before),
     else why that route may not grade. Concurrent first grades wait for one run (a
-    `ToolchainCheck`)."""
+    `ToolchainCheck`). A failure on host faults alone is run again once its back-off passed."""
     key = selftest_key(toolchain, config, route, verdict_path)
-    if (known := _memo.get(key)) is not None:
+    if (known := _settled(key)) is not None:
         if known.passed:  # the key leaves the cache directory out: this one must hold it too
             await _remembered_here(_pass_file(config, key), key, known)
         return None if known.passed else known.reason
     per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
     async with per_loop.setdefault(key, asyncio.Lock()):
-        if (known := _memo.get(key)) is not None:
+        if (known := _settled(key)) is not None:
             return None if known.passed else known.reason
         path = _pass_file(config, key)
         if await asyncio.to_thread(_remembered_pass, path, key):
@@ -424,20 +437,43 @@ async def ensure_selftest(
             report = await run_selftest(toolchain, config, network_lean, route)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the self-test itself broke: fail closed
+        except Exception as exc:  # the self-test itself broke (the grader's fault): fail closed
             report = SelfTestReport(
                 passed=False,
                 reason=f"toolchain self-test failed: it could not run ({type(exc).__name__}: {exc})",
                 canaries=[],
+                transient=True,
             )
         _memo[key] = report
+        if report.transient:
+            wait = retry.failed(key)
+            report = report.model_copy(
+                update={
+                    "reason": report.reason.replace(
+                        "self-test failed", f"self-test failed on host faults only (retried in {wait:g} s)", 1
+                    )
+                }
+            )
+            _memo[key] = report
+        else:
+            retry.succeeded(key)
         if report.passed:
             await asyncio.to_thread(_remember_pass, path, key, report)
             _on_disk.add(path)
         return None if report.passed else report.reason
 
 
+def _settled(key: str) -> SelfTestReport | None:
+    """The outcome that stands for `key`: a pass, a failure on a verdict, or a failure on host
+    faults whose back-off has not passed yet; None when the self-test must run (again)."""
+    known = _memo.get(key)
+    if known is not None and known.transient and retry.due(key):
+        return None
+    return known
+
+
 def forget() -> None:
     """Drop the in-memory outcomes (tests; a long-lived process after a toolchain fix)."""
     _memo.clear()
     _on_disk.clear()
+    retry.clear()

@@ -1,4 +1,7 @@
-"""Finding the pinned Lean toolchain on this machine.
+"""Finding the Lean toolchain on this machine: the pinned one (`LEAN_TOOLCHAIN`) unless the
+`lean_toolchain` setting names another (`leanprover/lean4:vX.Y.Z[-rcN]`), found the same way and
+accepted only when its `lean --version` names exactly that version. A named toolchain grades only
+after its own self-test passes (the pass is remembered per toolchain, see selftest.py).
 
 The grader calls `<toolchain>/bin/lean` directly (never elan's proxy, and never Lake): inside the
 sandbox there is no elan, no network and no way to download a toolchain, and a proxy could
@@ -31,7 +34,21 @@ INSTALL_FIX = "lean-mod-add-proof install-lean"
 ELAN_FIX = f"elan toolchain install {LEAN_TOOLCHAIN}"
 FIX_COMMANDS = f"run `{INSTALL_FIX}` (or `{ELAN_FIX}`)"
 
-_VERSION_RE = re.compile(r"version\s+" + re.escape(LEAN_VERSION) + r"(?![0-9A-Za-z.])")
+
+def version_of(lean_toolchain: str) -> str:
+    """`leanprover/lean4:v4.35.0` -> `4.35.0` (pure)."""
+    return lean_toolchain.rpartition(":v")[2]
+
+
+def elan_dir_name(lean_toolchain: str) -> str:
+    """elan's directory name for a toolchain (see `ELAN_DIR_NAME`) (pure)."""
+    return lean_toolchain.replace("/", "--").replace(":", "---")
+
+
+def install_fix(lean_toolchain: str = LEAN_TOOLCHAIN) -> str:
+    """The commands that install `lean_toolchain` (pure)."""
+    named = "" if lean_toolchain == LEAN_TOOLCHAIN else f" --lean-toolchain {lean_toolchain}"
+    return f"run `{INSTALL_FIX}{named}` (or `elan toolchain install {lean_toolchain}`)"
 
 
 @dataclass(frozen=True)
@@ -54,9 +71,11 @@ class ToolchainMissing:
     fix: str = FIX_COMMANDS
 
 
-def version_matches(version_output: str) -> bool:
-    """True when `lean --version` output names exactly the pinned version."""
-    return bool(_VERSION_RE.search(version_output))
+def version_matches(version_output: str, version: str = LEAN_VERSION) -> bool:
+    """True when `lean --version` output names exactly `version` (the pinned one by default):
+    `4.35.0` is not `4.35.0-rc2`, nor `4.35.0-rc2` `4.35.0-rc20`."""
+    pattern = r"version\s+" + re.escape(version) + r"(?![0-9A-Za-z.\-])"
+    return re.search(pattern, version_output) is not None
 
 
 def elan_home(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
@@ -65,7 +84,9 @@ def elan_home(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
 
 
 def candidate_dirs(
-    configured: Path | None, env: dict[str, str] | os._Environ[str] | None = None
+    configured: Path | None,
+    env: dict[str, str] | os._Environ[str] | None = None,
+    lean_toolchain: str = LEAN_TOOLCHAIN,
 ) -> list[tuple[Path, str]]:
     """Where to look, in order. A configured or env-named directory is the only candidate: an
     explicit choice must not silently fall back to another toolchain."""
@@ -74,16 +95,16 @@ def candidate_dirs(
         return [(Path(configured), "GraderConfig.toolchain_dir")]
     if env.get(TOOLCHAIN_ENV):
         return [(Path(env[TOOLCHAIN_ENV]), f"${TOOLCHAIN_ENV}")]
-    return [(elan_home(env) / "toolchains" / ELAN_DIR_NAME, "elan home")]
+    return [(elan_home(env) / "toolchains" / elan_dir_name(lean_toolchain), "elan home")]
 
 
 _probe_lock = threading.Lock()
-_probe_cache: dict[str, tuple[float, Toolchain | ToolchainMissing]] = {}
+_probe_cache: dict[tuple[str, str], tuple[float, Toolchain | ToolchainMissing]] = {}
 
 
-def _probe_dir(directory: Path, source: str) -> Toolchain | ToolchainMissing:
-    """Check the binaries and run `lean --version` once per directory (cached by path and mtime
-    of bin/lean, so replacing the toolchain is noticed)."""
+def _probe_dir(directory: Path, source: str, version: str = LEAN_VERSION) -> Toolchain | ToolchainMissing:
+    """Check the binaries and run `lean --version` once per directory and wanted version (cached
+    by path and mtime of bin/lean, so replacing the toolchain is noticed)."""
     try:
         root = directory.expanduser().resolve(strict=True)
     except OSError:
@@ -94,7 +115,7 @@ def _probe_dir(directory: Path, source: str) -> Toolchain | ToolchainMissing:
         return ToolchainMissing(f"{root} ({source}) has no executable bin/{', bin/'.join(missing)}")
     if not (root / "lib" / "lean").is_dir():
         return ToolchainMissing(f"{root} ({source}) has no lib/lean (the core library)")
-    key = str(root)
+    key = (str(root), version)
     mtime = bins["lean"].stat().st_mtime
     with _probe_lock:
         cached = _probe_cache.get(key)
@@ -115,12 +136,11 @@ def _probe_dir(directory: Path, source: str) -> Toolchain | ToolchainMissing:
         output, ok = f"{type(exc).__name__}: {exc}", False
     first_line = output.splitlines()[0] if output else ""
     found: Toolchain | ToolchainMissing
-    if ok and version_matches(output):
+    if ok and version_matches(output, version):
         found = Toolchain(root, bins["lean"], first_line, source)
     else:
-        found = ToolchainMissing(
-            f"{root} ({source}): `lean --version` gave {first_line!r}, not version {LEAN_VERSION}"
-        )
+        why = f"{root} ({source}): `lean --version` gave {first_line!r}, not version {version}"
+        found = ToolchainMissing(why)  # `locate_toolchain` names the fix for the wanted toolchain
     with _probe_lock:
         _probe_cache[key] = (mtime, found)
     return found
@@ -133,7 +153,7 @@ def _elan_binary(env: dict[str, str] | os._Environ[str]) -> str | None:
     return shutil.which("elan", path=env.get("PATH"))
 
 
-def _elan_which(env: dict[str, str] | os._Environ[str]) -> Path | None:
+def _elan_which(env: dict[str, str] | os._Environ[str], lean_toolchain: str = LEAN_TOOLCHAIN) -> Path | None:
     """Ask elan where the pinned lean lives, but only if elan lists the toolchain as installed:
     `elan which` may otherwise download it (elan issue #210 shows first use downloading)."""
     elan = _elan_binary(env)
@@ -147,10 +167,10 @@ def _elan_which(env: dict[str, str] | os._Environ[str]) -> Path | None:
             timeout=20,
             stdin=subprocess.DEVNULL,
         )
-        if LEAN_TOOLCHAIN not in listed.stdout and ELAN_DIR_NAME not in listed.stdout:
+        if lean_toolchain not in listed.stdout and elan_dir_name(lean_toolchain) not in listed.stdout:
             return None
         with tempfile.TemporaryDirectory(prefix="lean-mod-add-proof-which-") as tmp:
-            Path(tmp, "lean-toolchain").write_text(LEAN_TOOLCHAIN + "\n", encoding="utf-8")
+            Path(tmp, "lean-toolchain").write_text(lean_toolchain + "\n", encoding="utf-8")
             done = subprocess.run(
                 [elan, "which", "lean"],
                 cwd=tmp,
@@ -167,26 +187,29 @@ def _elan_which(env: dict[str, str] | os._Environ[str]) -> Path | None:
 
 
 def locate_toolchain(
-    configured: Path | None = None, env: dict[str, str] | os._Environ[str] | None = None
+    configured: Path | None = None,
+    env: dict[str, str] | os._Environ[str] | None = None,
+    lean_toolchain: str = LEAN_TOOLCHAIN,
 ) -> Toolchain | ToolchainMissing:
-    """The pinned toolchain, or why there is none. Blocking (runs `lean --version` on first use
-    of a directory); call it through `asyncio.to_thread` from async code."""
+    """`lean_toolchain` (the pinned one by default), or why it is not here. Blocking (runs `lean
+    --version` on first use of a directory); call it through `asyncio.to_thread` from async code."""
     env = os.environ if env is None else env
+    version = version_of(lean_toolchain)
     tried: list[str] = []
-    for directory, source in candidate_dirs(configured, env):
-        found = _probe_dir(directory, source)
+    for directory, source in candidate_dirs(configured, env, lean_toolchain):
+        found = _probe_dir(directory, source, version)
         if isinstance(found, Toolchain):
             return found
         tried.append(found.reason)
     explicit = configured is not None or bool(env.get(TOOLCHAIN_ENV))
     if not explicit:
-        which = _elan_which(env)
+        which = _elan_which(env, lean_toolchain)
         if which is not None:
-            found = _probe_dir(which, "elan which lean")
+            found = _probe_dir(which, "elan which lean", version)
             if isinstance(found, Toolchain):
                 return found
             tried.append(found.reason)
-    return ToolchainMissing("; ".join(tried) or f"{LEAN_TOOLCHAIN} not found")
+    return ToolchainMissing("; ".join(tried) or f"{lean_toolchain} not found", install_fix(lean_toolchain))
 
 
 def clear_probe_cache() -> None:
