@@ -508,7 +508,7 @@ async def test_a_host_error_in_one_cache_check_rejects_no_grade(
 async def test_an_entry_discarded_while_a_grade_reads_it_stays_whole_for_that_grade(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    """Another grade finds the entry corrupt (here: its manifest reads as garbage once) and
+    """Another grade finds the entry corrupt (here: its manifest reads as garbage on both of that grade's checks) and
     discards and rebuilds it while a grade is in flight. The grade in flight holds its entry
     (`EntryPin`) and reads it to the end: accepted. The discarded copy is deleted once no grade
     holds it (by the next grade's check)."""
@@ -517,11 +517,12 @@ async def test_an_entry_discarded_while_a_grade_reads_it_stays_whole_for_that_gr
     real = cachemod._parse_manifest
     seen = [0]
 
-    def garbage_once(*args: object, **kwargs: object) -> object:
+    def garbage_twice(*args: object, **kwargs: object) -> object:
+        # Twice: the lock-free check and the re-check under the lock both see it corrupt.
         seen[0] += 1
-        return None if seen[0] == 1 else real(*args, **kwargs)  # type: ignore[arg-type]
+        return None if seen[0] <= 2 else real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cachemod, "_parse_manifest", garbage_once)
+    monkeypatch.setattr(cachemod, "_parse_manifest", garbage_twice)
     second = await run_double(submission(), tmp_path, sandbox=mode)
     assert second.accepted and second.cache == "built", second.reason
     cache = tmp_path / "cache"

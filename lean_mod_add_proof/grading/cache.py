@@ -430,13 +430,13 @@ async def ensure_entry(
 
     # A sound entry needs no lock: checking only reads it, and other processes may discard or
     # install it at any time anyway. The per-key lock held through every check made concurrent
-    # grades of one task (a group of rollouts) take turns hashing the entry (issue 29).
+    # grades of one task (a group of rollouts) take turns hashing the entry (issue 29). What an
+    # earlier discard left because a grade still held it (`EntryPin`) goes first, lock or not.
+    await workdirs.run_in_thread(reap_trash, cache_root)
     checked = await check()
     if checked.manifest is not None:
         return CacheEntry(entry_dir / "package", checked.manifest, "hit", pin=checked.pin)
     async with _lock_for(cache_root, key):
-        # What an earlier discard left because a grade still held it (`EntryPin`).
-        await workdirs.run_in_thread(reap_trash, cache_root)
         checked = await check()  # again: another grade of this process may have built it
         if checked.manifest is not None:
             return CacheEntry(entry_dir / "package", checked.manifest, "hit", pin=checked.pin)
