@@ -66,6 +66,7 @@ def test_defaults() -> None:
         "sandbox": "on",
         "cache_dir": None,
         "toolchain_dir": None,
+        "lean_toolchain": "leanprover/lean4:v4.35.0-rc2",
         "output_cap_bytes": 1 << 20,
         "tail_chars": 4000,
     }
