@@ -8,6 +8,9 @@ gave it, started with subprocess, no limits, no sandbox, no asyncio) and then on
 grade, and the overhead of that round is the difference. The figures are medians over the rounds.
 The breakdown times the grader's own steps inside the same grades (wrapped here, not in the
 grader); "the rest" is what no step accounts for (the event loop, thread hand-offs, bookkeeping).
+Compare figures only from an otherwise idle machine: under load every wake-up of the grader's
+threads and processes waits for a core, the overhead grows and its quartiles spread (on the
+shared 2-core machine, from 12-20 ms to 20-90 ms).
 
 Then throughput: one grader process, cached grades, concurrency 1 to 2 x the core count, with
 the ratio to concurrency 1 and the grader process's own CPU time per grade (its children
