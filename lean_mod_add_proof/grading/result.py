@@ -21,6 +21,10 @@ JudgeName = Literal["replay", "comparator"]
 #: the untrusted build wrote (mapped into the verdict process: the weaker boundary).
 VerdictFrom = Literal["export", "olean"]
 SandboxMode = Literal["auto", "on", "off"]
+#: The `kernels` setting: the official kernel only, or every checker the toolchain ships too.
+KernelsChoice = Literal["official", "all"]
+#: Where the grader runs: on the host, or inside the rollout's runtime box (the model's box).
+GradeIn = Literal["host", "runtime"]
 
 
 class GraderSettings(BaseModel):
@@ -67,6 +71,12 @@ class GraderSettings(BaseModel):
     """Most bytes of output read from one command; the rest is discarded (the command goes on)."""
     tail_chars: int = Field(4000, ge=0)
     """How many characters of each command's output are kept on the result."""
+    kernels: KernelsChoice = "official"
+    """`official`: the grader's replay judge is the one kernel; `all`: every checker the toolchain
+    ships must accept the same export too (export route only; kernels.py)."""
+    grade_in: GradeIn = "host"
+    """Where grading runs: `host` (this process) or `runtime` (inside the rollout's runtime box,
+    by `lean-mod-add-proof grade --json`; there the toolchain's bin/ is re-hashed every grade)."""
 
 
 #: How a grade ends as an exit status (the `grade` command; a runtime box's result is checked against it).
@@ -106,6 +116,16 @@ class CommandRecord(BaseModel):
     output_tail: str
     output_bytes: int
     truncated: bool
+
+
+class KernelRun(BaseModel):
+    """One kernel that checked the submission, and what it said."""
+
+    name: str
+    verdict: Literal["accepted", "rejected", "not judged"]
+    seconds: float = 0.0
+    detail: str = ""
+    """Why, in a few words: `accepted`, `rejected (exit 1)`, `missing`, `crashed (killed by signal 11)`..."""
 
 
 class GradeResult(BaseModel):
@@ -158,6 +178,9 @@ class GradeResult(BaseModel):
     """Largest summed resident memory seen over the grade's commands, in MiB."""
     lean_errors: list[str] = Field(default_factory=list)
     """The first error messages Lean gave while compiling the submission, as `line:col: text`."""
+    kernels: list[KernelRun] = Field(default_factory=list)
+    """The kernels that checked it, each with its verdict and time: the official one (`lean`, the
+    replay judge or the comparator's), then with `kernels = all` each bundled checker."""
 
     def _passed(self, stage: Stage) -> bool:
         if self.failed_stage is None:
