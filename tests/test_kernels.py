@@ -129,9 +129,9 @@ def test_a_crashed_missing_or_declining_checker_is_could_not_judge_naming_it(tmp
 
 
 def test_a_rejected_proof_never_reaches_the_checkers(tmp_path: Path) -> None:
-    res = asyncio.run(run_double(submission("judge replay bad"), tmp_path, kernels="all"))
+    res = asyncio.run(run_double(submission("judge replay-fail (kernel) boom"), tmp_path, kernels="all"))
     assert res.judged and not res.accepted
-    assert _names(res) in ([K.OFFICIAL], [])
+    assert _names(res) == [K.OFFICIAL] and res.kernels[0].verdict == "rejected"
 
 
 def test_kernels_all_refuses_the_comparator_route(tmp_path: Path) -> None:
