@@ -54,8 +54,13 @@ def test_only_the_reject_code_rejects_and_only_zero_accepts() -> None:
         f"ran out of memory (signal {int(signal.SIGABRT)})",
     )
     assert K.classify(con_ron, exit_code=None, signal_no=signal.SIGSEGV, **run)[0] == "not judged"
-    assert K.classify(con_ron, exit_code=None, signal_no=9, timed_out=True, limit_exceeded=None)[0] == "not judged"
-    capped = K.classify(con_ron, exit_code=None, signal_no=9, timed_out=False, limit_exceeded="memory cap exceeded")
+    assert (
+        K.classify(con_ron, exit_code=None, signal_no=9, timed_out=True, limit_exceeded=None)[0]
+        == "not judged"
+    )
+    capped = K.classify(
+        con_ron, exit_code=None, signal_no=9, timed_out=False, limit_exceeded="memory cap exceeded"
+    )
     assert capped[0] == "not judged"
 
 
@@ -72,7 +77,12 @@ def test_a_rejection_wins_and_acceptance_needs_everyone() -> None:
 def test_command_lines_follow_lake_and_the_checkers() -> None:
     b = Path("/t/bin")
     argv = {c.name: K.checker_argv(b / c.binary, c, "/x/e.ndjson", "/tmp/n.json") for c in K.CHECKERS}
-    assert argv["leanchecker-paranoid"] == ["/t/bin/leanchecker-paranoid", "--silent", "--from-export", "/x/e.ndjson"]
+    assert argv["leanchecker-paranoid"] == [
+        "/t/bin/leanchecker-paranoid",
+        "--silent",
+        "--from-export",
+        "/x/e.ndjson",
+    ]
     assert argv["lean4lean"] == ["/t/bin/lean4lean", "--import", "/x/e.ndjson"]
     assert argv["nanoda"] == ["/t/bin/nanoda_bin", "/tmp/n.json"]
     assert argv["con-leche"] == ["/t/bin/con-leche", "/x/e.ndjson"]
@@ -110,7 +120,9 @@ def test_a_checker_exiting_with_its_reject_code_rejects_naming_it(tmp_path: Path
 
 
 @pytest.mark.parametrize("mode", ["segv", "missing", "decline", "abort"])
-def test_a_crashed_missing_or_declining_checker_is_could_not_judge_naming_it(tmp_path: Path, mode: str) -> None:
+def test_a_crashed_missing_or_declining_checker_is_could_not_judge_naming_it(
+    tmp_path: Path, mode: str
+) -> None:
     double = _double(tmp_path)
     if mode == "missing":
         (double / "bin" / "con-ron").unlink()
@@ -186,7 +198,7 @@ def test_runtime_mode_a_changed_byte_in_bin_lean_is_could_not_judge(tmp_path: Pa
 def test_on_a_host_a_changed_toolchain_runs_the_selftest_again(tmp_path: Path) -> None:
     double = _double(tmp_path)
     assert _graded(tmp_path, toolchain_dir=double).accepted
-    canaries_before = len(list((tmp_path / "cache" / "selftest").glob("manifest-*.json")))
+    canaries_before = len(list((tmp_path / "cache" / "toolchain-manifest").glob("*.json")))
     (double / "lib" / "lean" / "extra.olean").write_text("x")
     res = _graded(tmp_path, toolchain_dir=double)
     assert res.accepted, res.reason

@@ -67,6 +67,8 @@ def test_defaults() -> None:
         "toolchain_dir": None,
         "output_cap_bytes": 1 << 20,
         "tail_chars": 4000,
+        "kernels": "official",
+        "grade_in": "host",
     }
     assert set(GraderConfig.model_fields) == set(GraderSettings.model_fields)
 

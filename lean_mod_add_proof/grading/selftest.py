@@ -549,7 +549,7 @@ def _manifest_file(toolchain: Toolchain, config: GraderConfig) -> Path:
     from lean_mod_add_proof.grading.cache import cache_root
 
     name = hashlib.sha256(f"{toolchain.dir}\0{toolchain.version}".encode()).hexdigest()[:32]
-    return cache_root(config.cache_dir) / "selftest" / f"manifest-{name}.json"
+    return cache_root(config.cache_dir) / "toolchain-manifest" / f"{name}.json"
 
 
 def _load_manifest(toolchain: Toolchain, config: GraderConfig) -> toolchain_manifest.Manifest | None:
