@@ -174,6 +174,21 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         checks.append(Check("lean", True, f"{found.lean}: {found.version}"))
         checks.append(Check("core library", True, str(found.dir / "lib" / "lean")))
         checks.append(Check("toolchain dir", True, f"{found.dir} (found via {found.source})"))
+        # The independent checkers (`kernels = all`, grading/kernels.py): required only then.
+        from lean_mod_add_proof.grading import kernels as kernelsmod
+
+        have = {c.name for c in kernelsmod.shipped(found.dir)}
+        listed = ", ".join(f"{c.name}{'' if c.name in have else ' (missing)'}" for c in kernelsmod.CHECKERS)
+        checks.append(
+            Check(
+                "checkers",
+                len(have) == len(kernelsmod.CHECKERS) or config.kernels == "official",
+                f"kernels={config.kernels}; the toolchain ships: {listed}",
+                "a v4.35 release toolchain ships all five; with kernels=all a missing one makes "
+                "every grade could-not-judge",
+                required=config.kernels == "all",
+            )
+        )
     else:
         checks.append(Check("Lean toolchain", False, found.reason, f"`{INSTALL_FIX}` or `{ELAN_FIX}`"))
     mode = config.sandbox

@@ -50,16 +50,23 @@ def _sha256(path: Path) -> str:
 
 
 def _walk(root: Path) -> dict[str, os.stat_result]:
-    """Regular files (and symlinks, by their own stat) under the watched directories."""
+    """Every non-directory entry under the watched directories, by its own stat (a symlink is
+    not followed). `os.scandir` without `os.walk`'s extra work: this runs before every grade."""
     found: dict[str, os.stat_result] = {}
-    for top in WATCHED:
-        base = root / top
-        if not base.is_dir():
+    stack = [(str(root / top), top) for top in WATCHED]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            entries = os.scandir(path)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        for dirpath, _dirs, files in os.walk(base):
-            for name in files:
-                path = os.path.join(dirpath, name)
-                found[os.path.relpath(path, root)] = os.lstat(path)
+        with entries:
+            for entry in entries:
+                child = f"{rel}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, child))
+                else:
+                    found[child] = entry.stat(follow_symlinks=False)
     return found
 
 
