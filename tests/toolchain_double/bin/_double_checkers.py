@@ -19,7 +19,7 @@ import sys
 
 sys.dont_write_bytecode = True  # nothing written into the toolchain's bin/ (its manifest)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _double_export import ParseError, Reader, Terms, check_export, expr_ids, name_str
+from _double_export import ParseError, Reader, Terms, check_export, expr_ids, name_str  # noqa: E402
 
 STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 USAGE_EXIT = {"con-leche": 3, "con-ron": 3}
