@@ -265,6 +265,8 @@ def checker_canaries() -> tuple[CheckerCanary, ...]:
                 retype_constant, name=theorem_name(SELFTEST_P), like=row_lemma_name(SELFTEST_P, 0)
             ),
         ),
+        # `axiom` is `"axiom " >> declId >> ppIndent declSig` (lean4 src/Lean/Parser/Command.lean
+        # `«axiom»`); the theorem's value is that constant, of the theorem's own type.
         CheckerCanary(
             "an axiom outside the list",
             f"{_HEADER}axiom selftestCheat : {SPEC_CONSTANT}\n\n{_SIG} := selftestCheat\n",
