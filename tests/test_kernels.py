@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import copy_double, double_config, grade_task, run_double, submission
+from helpers import copy_double, double_config, grade_task, needs_bwrap, run_double, submission
 
 from lean_mod_add_proof.grading import kernels as K
 from lean_mod_add_proof.grading import selftest, toolchain_manifest
@@ -144,6 +144,22 @@ def test_a_rejected_proof_never_reaches_the_checkers(tmp_path: Path) -> None:
     res = asyncio.run(run_double(submission("judge replay-fail (kernel) boom"), tmp_path, kernels="all"))
     assert res.judged and not res.accepted
     assert _names(res) == [K.OFFICIAL] and res.kernels[0].verdict == "rejected"
+
+
+@needs_bwrap
+def test_sandboxed_the_checkers_read_the_export_and_the_nanoda_config(tmp_path: Path) -> None:
+    double = _double(tmp_path)
+    res = asyncio.run(
+        run_double(submission(), tmp_path / "ok", kernels="all", sandbox="on", toolchain_dir=double)
+    )
+    assert res.sandboxed and res.accepted, res.reason
+    assert [k.verdict for k in res.kernels] == ["accepted"] * (1 + len(K.CHECKERS))
+    (double / "double-checker-nanoda_bin").write_text("segv")
+    res = asyncio.run(
+        run_double(submission(), tmp_path / "segv", kernels="all", sandbox="on", toolchain_dir=double)
+    )
+    assert res.sandboxed and not res.judged
+    assert f"kernel nanoda crashed (killed by signal {int(signal.SIGSEGV)})" in res.reason
 
 
 def test_kernels_all_refuses_the_comparator_route(tmp_path: Path) -> None:
