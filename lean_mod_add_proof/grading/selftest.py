@@ -447,6 +447,7 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, route: Route, verdi
         route.label,
         verdict_path,
         json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in canaries_for(route)]),
+        json.dumps([(c.name, c.text, c.must_accept, c.axioms_only) for c in checker_canaries()]),
         json.dumps(settings, sort_keys=True),
     ]
     for part in parts:
