@@ -490,11 +490,18 @@ def _remember_pass(path: Path, key: str, report: SelfTestReport) -> None:
 _on_disk: set[Path] = set()
 
 
-async def _remembered_here(path: Path, key: str, report: SelfTestReport) -> None:
-    """Write the pass into this cache directory once per process, unless it is there."""
+async def _remembered_here(
+    path: Path, key: str, report: SelfTestReport, toolchain: Toolchain, config: GraderConfig
+) -> None:
+    """Write the pass, and the toolchain's manifest recorded with it, into this cache directory
+    once per process, unless they are there."""
     if path not in _on_disk:
         if not await asyncio.to_thread(_remembered_pass, path, key):
             await asyncio.to_thread(_remember_pass, path, key, report)
+        m = toolchain_manifest.recorded(toolchain.dir, toolchain.version)
+        where = _manifest_file(toolchain, config)
+        if m is not None and not where.exists():
+            await asyncio.to_thread(toolchain_manifest.store, m, where)
         _on_disk.add(path)
 
 
@@ -509,7 +516,7 @@ async def ensure_selftest(
         return why
     if (known := _memo.get(key)) is not None:
         if known.passed:  # the key leaves the cache directory out: this one must hold it too
-            await _remembered_here(_pass_file(config, key), key, known)
+            await _remembered_here(_pass_file(config, key), key, known, toolchain, config)
         return None if known.passed else known.reason
     per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
     async with per_loop.setdefault(key, asyncio.Lock()):
