@@ -65,6 +65,8 @@ RUNTIME_SETTINGS: tuple[str, ...] = (
     "sandbox",
     "output_cap_bytes",
     "tail_chars",
+    "kernels",
+    "grade_in",
 )
 
 #: Where the grade is stored on the trace.
@@ -98,9 +100,6 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
     """How submissions are graded (`--env.taskset.task.*`): every grader setting (defined once,
     in `GraderSettings`) plus what the taskset does when the grader cannot judge."""
 
-    grade_in: Literal["host", "runtime"] = "host"
-    """Where grading runs: `host` (this process) or `runtime` (inside the rollout's runtime box,
-    by `lean-mod-add-proof grade --json`; the box needs the toolchain, e.g. the image's)."""
     on_grader_error: Literal["raise", "zero"] = "raise"
     """When no verdict could be reached (no toolchain, sandbox unusable, self-test failed, internal
     error): `raise` errors the rollout so it is not trained on; `zero` scores it 0.0."""

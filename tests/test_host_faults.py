@@ -508,10 +508,10 @@ async def test_a_host_error_in_one_cache_check_rejects_no_grade(
 async def test_an_entry_discarded_while_a_grade_reads_it_stays_whole_for_that_grade(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    """Another grade finds the entry corrupt (here: its manifest reads as garbage on both of that grade's checks) and
-    discards and rebuilds it while a grade is in flight. The grade in flight holds its entry
-    (`EntryPin`) and reads it to the end: accepted. The discarded copy is deleted once no grade
-    holds it (by the next grade's check)."""
+    """Another grade finds the entry corrupt (here: its manifest reads as garbage on both of that
+    grade's checks) and discards and rebuilds it while a grade is in flight. The grade in flight
+    holds its entry (`EntryPin`) and reads it to the end: accepted. The discarded copy is deleted
+    once no grade holds it (by the next grade's check)."""
     assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted
     first, _ = await in_flight(tmp_path, mode)
     real = cachemod._parse_manifest

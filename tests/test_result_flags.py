@@ -69,6 +69,8 @@ def test_defaults() -> None:
         "lean_toolchain": "leanprover/lean4:v4.35.0-rc2",
         "output_cap_bytes": 1 << 20,
         "tail_chars": 4000,
+        "kernels": "official",
+        "grade_in": "host",
     }
     assert set(GraderConfig.model_fields) == set(GraderSettings.model_fields)
 

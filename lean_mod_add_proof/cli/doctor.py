@@ -237,6 +237,7 @@ def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: 
 
 def doctor_checks(config: GraderConfig) -> list[Check]:
     from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
+    from lean_mod_add_proof.grading import kernels as kernelsmod
     from lean_mod_add_proof.grading.toolchain import INSTALL_FIX
 
     checks: list[Check] = []
@@ -258,6 +259,19 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         checks.append(Check("toolchain dir", True, f"{found.dir} (found via {found.source})"))
         most_mb = config.memory_mb + max(pipeline.JUDGE_MEMORY_MB.values())
         checks.append(kernel_fixes_check(toolchain.version_of(config.lean_toolchain), most_mb))
+        # The independent checkers (`kernels = all`, grading/kernels.py): required only then.
+        have = {c.name for c in kernelsmod.shipped(found.dir)}
+        listed = ", ".join(f"{c.name}{'' if c.name in have else ' (missing)'}" for c in kernelsmod.CHECKERS)
+        checks.append(
+            Check(
+                "checkers",
+                len(have) == len(kernelsmod.CHECKERS) or config.kernels == "official",
+                f"kernels={config.kernels}; the toolchain ships: {listed}",
+                "a v4.35 release toolchain ships all five; with kernels=all a missing one makes "
+                "every grade could-not-judge",
+                required=config.kernels == "all",
+            )
+        )
     else:
         checks.append(Check("Lean toolchain", False, found.reason, found.fix))
     mode = config.sandbox

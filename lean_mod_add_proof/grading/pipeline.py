@@ -26,6 +26,7 @@ from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import comparator as comparatormod
+from lean_mod_add_proof.grading import kernels as kernelsmod
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.axioms import check_axioms
@@ -42,6 +43,7 @@ from lean_mod_add_proof.grading.judge import (
 )
 from lean_mod_add_proof.grading.judge_source import judge_text
 from lean_mod_add_proof.grading.lean_names import (
+    ALLOWED_AXIOMS,
     ALLOWED_IMPORTS,
     CHECK_THEOREM,
     NETWORK_MODULE,
@@ -75,6 +77,7 @@ from lean_mod_add_proof.grading.result import (
     JudgeChoice,
     JudgeMode,
     JudgeName,
+    KernelRun,
     Stage,
     VerdictFrom,
 )
@@ -471,7 +474,14 @@ class _Grade:
         None passing is "could not judge", with each route's reason. Grading from the olean
         puts a one-line warning naming the weaker boundary on every result."""
         skipped: list[str] = []
-        for route in (forced,) if forced is not None else ROUTES[self.config.judge]:
+        routes = (forced,) if forced is not None else ROUTES[self.config.judge]
+        if self.config.kernels == "all":
+            # Lake's `--paranoid` reports a missing or crashed checker as a rejection (kernels.py),
+            # so the external checkers run on the export route only.
+            routes = tuple(r for r in routes if r == EXPORT_ROUTE)
+            if not routes:
+                raise _not_judged("toolchain", "kernels=all grades on the replay judge's export route only")
+        for route in routes:
             env.route = route
             if (why := await self.prepare_route(env)) is None and toolchain_check is not None:
                 why = await toolchain_check(
@@ -867,6 +877,15 @@ class _Grade:
             raise _not_judged("leanchecker", f"the judge reached no verdict: {exc}") from None
         if report.verdict == "imports":
             raise _Failed("leanchecker", f"imports: {report.reason}")
+        replayed = report.verdict != "replay"
+        self.result.kernels.append(
+            KernelRun(
+                name=kernelsmod.OFFICIAL,
+                verdict="accepted" if replayed else "rejected",
+                seconds=out.record.seconds,
+                detail="accepted" if replayed else "rejected (kernel replay)",
+            )
+        )
         if report.verdict == "replay":
             raise _Failed("leanchecker", f"kernel replay: {report.reason}")
         self.begin("statement")
@@ -952,6 +971,13 @@ class _Grade:
         )
         self.result.commands.extend(outcome.commands)
         self.result.peak_memory_mb = max(self.result.peak_memory_mb, outcome.peak_rss_mb)
+        if outcome.verdict in ("accepted", "rejected"):
+            seconds = sum(c.seconds for c in outcome.commands)
+            self.result.kernels.append(
+                KernelRun(
+                    name=f"{kernelsmod.OFFICIAL} (lake comparator)", verdict=outcome.verdict, seconds=seconds
+                )
+            )
         if outcome.verdict == "rejected":
             raise _Failed("leanchecker", outcome.reason)
         if outcome.verdict != "accepted":
@@ -964,6 +990,65 @@ class _Grade:
         if self.entry_pin is not None:
             self.entry_pin.release()
 
+    async def external_kernels(self, env: _Env, deadline: float) -> None:
+        """`kernels = all`: every bundled checker reads the export the judge accepted, in the
+        sandbox, under the grade's limits and deadline, one after another (kernels.py says what
+        each exit status means). All of them run, so the result names every one's verdict."""
+        assert self.grade_dir is not None
+        export = self.verdict_dir / pkgmod.verdict_output(SUBMISSION_MODULE, pkgmod.EXPORT_EXT)
+        tmp = self.grade_dir / pkgmod.JUDGE_TMP
+        config_path = (
+            f"/tmp/{kernelsmod.NANODA_CONFIG}" if env.sandboxed else str(tmp / kernelsmod.NANODA_CONFIG)
+        )
+        config_text = kernelsmod.nanoda_config(str(export), ALLOWED_AXIOMS)
+        await asyncio.to_thread((tmp / kernelsmod.NANODA_CONFIG).write_text, config_text, encoding="utf-8")
+        runs: list[KernelRun] = []
+        for checker in kernelsmod.CHECKERS:
+            binary = kernelsmod.checker_path(env.toolchain.dir, checker)
+            if not os.access(binary, os.X_OK):
+                runs.append(
+                    KernelRun(
+                        name=checker.name, verdict="not judged", detail=f"missing (bin/{checker.binary})"
+                    )
+                )
+                continue
+            argv = kernelsmod.checker_argv(binary, checker, str(export), config_path)
+            try:
+                out = self.record(
+                    await env.run(
+                        "leanchecker",
+                        argv,
+                        self.verdict_dir,
+                        deadline,
+                        search_path=[],
+                        grade_dir=self.grade_dir,
+                        writable=False,
+                        tmp_name=pkgmod.JUDGE_TMP,
+                        extra_env={"LEAN_ABORT_ON_PANIC": "1"},
+                    )
+                )
+            except HostFault as fault:
+                runs.append(
+                    KernelRun(name=checker.name, verdict="not judged", detail=one_line(fault.reason, 120))
+                )
+                continue
+            verdict, detail = kernelsmod.classify(
+                checker,
+                exit_code=out.record.exit_code,
+                signal_no=out.record.signal,
+                timed_out=out.timed_out,
+                limit_exceeded=out.limit_exceeded,
+            )
+            runs.append(
+                KernelRun(name=checker.name, verdict=verdict, seconds=out.record.seconds, detail=detail)
+            )
+        self.result.kernels.extend(runs)
+        verdict, why = kernelsmod.combine(runs)
+        if verdict == "rejected":
+            raise _Failed("leanchecker", why)
+        if verdict != "accepted":
+            raise _not_judged("leanchecker", why)
+
     def accept(self) -> None:
         self.end()
         # Name the toolchain that said yes rather than asserting "Lean": under test it is a double.
@@ -971,6 +1056,9 @@ class _Grade:
             self.result.reason = f"accepted by lake comparator (toolchain: {self.result.toolchain})"
             return
         axioms = ", ".join(self.result.axioms or []) or "none"
+        if len(self.result.kernels) > 1:
+            names = ", ".join(k.name for k in self.result.kernels)
+            axioms += f"; kernels: {names}"
         self.result.reason = (
             f"accepted: build, kernel replay, statement and axiom checks passed (axioms: {axioms}; "
             f"verdict from the {self.result.verdict_from}; toolchain: {self.result.toolchain})"
@@ -984,6 +1072,9 @@ class TestSwitches:
     extra_modules: Mapping[str, str]
     route: Route | None
     export_edit: ExportEdit | None
+    checkers_only: bool = False
+    """The self-test's checker canaries: the external checkers read the (edited) export and
+    decide alone; the grader's own judge does not run."""
 
 
 #: The last-resort watchdog's slack: how long past its own deadlines a grade may still run before
@@ -1085,6 +1176,7 @@ async def grade(
     extra_modules: Mapping[str, str] | None = None,
     route: Route | None = None,
     export_edit: ExportEdit | None = None,
+    checkers_only: bool = False,
 ) -> GradeResult:
     """Grade `submission` (the whole text of LeanCheckedNetwork/Submission.lean) for `task`.
 
@@ -1099,7 +1191,9 @@ async def grade(
       (the Lean integration tests and the self-test's canaries use it);
     - `extra_modules`: modules compiled into the package before the submission (a canary);
     - `route`: grade by this route, untried by `toolchain_check` (the self-test's canaries);
-    - `export_edit`: rewrite the export before the judge reads it (crafted-export canaries).
+    - `export_edit`: rewrite the export before the judge reads it (crafted-export canaries);
+    - `checkers_only`: with `kernels = all`, only the external checkers judge the export (the
+      self-test's per-checker canaries).
 
     Returns a GradeResult for every outcome, including toolchain problems and internal errors
     ("internal grader error: ..."). Only cancellation propagates, after every process this grade
@@ -1114,7 +1208,7 @@ async def grade(
             submission,
             toolchain_check,
             skip_guard,
-            TestSwitches(extra_modules or {}, route, export_edit),
+            TestSwitches(extra_modules or {}, route, export_edit, checkers_only),
             started,
         )
     )
@@ -1181,7 +1275,10 @@ async def _grade_body(
                 if env.route.verdict_from == "export":
                     export = await g.export(env, deadline, switches.export_edit)
                 await g.assemble_verdict_dir(env, manifest, trusted_root, export)
-                await g.judge(env, deadline)
+                if not switches.checkers_only:
+                    await g.judge(env, deadline)
+                if config.kernels == "all" and export is not None:
+                    await g.external_kernels(env, deadline)
         g.accept()
     except _Failed as failed:
         g.fail(failed.stage, failed.reason, judged=failed.judged)

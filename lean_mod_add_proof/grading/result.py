@@ -26,6 +26,10 @@ SandboxMode = Literal["auto", "on", "off"]
 #: The toolchains `lean_toolchain` accepts: elan's `leanprover/lean4:v<version>` for a release or a
 #: release candidate (no nightlies, no aliases such as `stable`: an alias moves).
 TOOLCHAIN_NAME_PATTERN = r"^leanprover/lean4:v[0-9]+\.[0-9]+\.[0-9]+(-rc[0-9]+)?$"
+#: The `kernels` setting: the official kernel only, or every checker the toolchain ships too.
+KernelsChoice = Literal["official", "all"]
+#: Where the grader runs: on the host, or inside the rollout's runtime box (the model's box).
+GradeIn = Literal["host", "runtime"]
 
 
 class GraderSettings(BaseModel):
@@ -76,6 +80,12 @@ class GraderSettings(BaseModel):
     """Most bytes of output read from one command; the rest is discarded (the command goes on)."""
     tail_chars: int = Field(4000, ge=0)
     """How many characters of each command's output are kept on the result."""
+    kernels: KernelsChoice = "official"
+    """`official`: the grader's replay judge is the one kernel; `all`: every checker the toolchain
+    ships must accept the same export too (export route only; kernels.py)."""
+    grade_in: GradeIn = "host"
+    """Where grading runs: `host` (this process) or `runtime` (inside the rollout's runtime box,
+    by `lean-mod-add-proof grade --json`; there the toolchain's bin/ is re-hashed every grade)."""
 
 
 #: How a grade ends as an exit status (the `grade` command; a runtime box's result is checked against it).
@@ -115,6 +125,16 @@ class CommandRecord(BaseModel):
     output_tail: str
     output_bytes: int
     truncated: bool
+
+
+class KernelRun(BaseModel):
+    """One kernel that checked the submission, and what it said."""
+
+    name: str
+    verdict: Literal["accepted", "rejected", "not judged"]
+    seconds: float = 0.0
+    detail: str = ""
+    """Why, in a few words: `accepted`, `rejected (exit 1)`, `missing`, `crashed (killed by signal 11)`..."""
 
 
 class GradeResult(BaseModel):
@@ -167,6 +187,9 @@ class GradeResult(BaseModel):
     """Largest summed resident memory seen over the grade's commands, in MiB."""
     lean_errors: list[str] = Field(default_factory=list)
     """The first error messages Lean gave while compiling the submission, as `line:col: text`."""
+    kernels: list[KernelRun] = Field(default_factory=list)
+    """The kernels that checked it, each with its verdict and time: the official one (`lean`, the
+    replay judge or the comparator's), then with `kernels = all` each bundled checker."""
 
     def _passed(self, stage: Stage) -> bool:
         if self.failed_stage is None:

@@ -28,6 +28,7 @@ on the same file, so the double passes the self-test only by giving Lean's verdi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -41,8 +42,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from lean_mod_add_proof.grading import kernels as kernelsmod
 from lean_mod_add_proof.grading import package as pkgmod
-from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading import toolchain_manifest, workdirs
 from lean_mod_add_proof.grading.backoff import Backoff
 from lean_mod_add_proof.grading.export_text import append_line, drop_constant, retype_constant
 from lean_mod_add_proof.grading.judge_source import judge_text
@@ -234,6 +236,63 @@ CANARIES: tuple[Canary, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class CheckerCanary:
+    """An export every external checker must not accept (`kernels = all`), or, `must_accept`, the
+    reference that each must accept. Each checker reads it alone (`checkers_only`)."""
+
+    name: str
+    text: str
+    must_accept: bool = False
+    export_edit: ExportEdit | None = None
+    axioms_only: bool = False
+    """Only checkers that police axioms themselves must refuse it (kernels.py `polices_axioms`);
+    leanchecker-paranoid and lean4lean take no axiom list, and accept any well-typed axiom: the
+    grader's own judge refuses it before they run."""
+
+
+def checker_canaries() -> tuple[CheckerCanary, ...]:
+    """The export canaries as each external checker sees them. The redefined-`Spec` export is not
+    among them: it is well typed, so no kernel refuses it; the judge's comparison with the trusted
+    `Spec` does, and the checkers only ever read an export the judge accepted."""
+    return (
+        CheckerCanary("reference proof", reference_submission(SELFTEST_P), must_accept=True),
+        CheckerCanary(
+            "an export missing a dependency",
+            reference_submission(SELFTEST_P),
+            export_edit=functools.partial(drop_constant, name=row_lemma_name(SELFTEST_P, 0)),
+        ),
+        CheckerCanary(
+            "an export whose theorem's type is not what its value proves",
+            reference_submission(SELFTEST_P),
+            export_edit=functools.partial(
+                retype_constant, name=theorem_name(SELFTEST_P), like=row_lemma_name(SELFTEST_P, 0)
+            ),
+        ),
+        # `axiom` is `"axiom " >> declId >> ppIndent declSig` (lean4 src/Lean/Parser/Command.lean
+        # `«axiom»`); the theorem's value is that constant, of the theorem's own type.
+        CheckerCanary(
+            "an axiom outside the list",
+            f"{_HEADER}axiom selftestCheat : {SPEC_CONSTANT}\n\n{_SIG} := selftestCheat\n",
+            axioms_only=True,
+        ),
+    )
+
+
+def judge_checkers(c: CheckerCanary, res: GradeResult) -> str | None:
+    """None if every external checker did what `c` requires, else who did what (pure)."""
+    by_name = {k.name: k for k in res.kernels}
+    for checker in kernelsmod.CHECKERS:
+        run = by_name.get(checker.name)
+        if run is None:
+            return f"not run by {checker.name} ({res.reason})"
+        if c.must_accept and run.verdict != "accepted":
+            return f"not accepted by {checker.name}: {run.detail}"
+        if not c.must_accept and run.verdict == "accepted" and (checker.polices_axioms or not c.axioms_only):
+            return f"accepted by {checker.name}"
+    return None
+
+
 class CanaryOutcome(BaseModel):
     """What one canary got, for the report and `doctor --selftest`."""
 
@@ -335,6 +394,35 @@ async def run_selftest(
                 on_verdict = on_verdict or res.judged
                 if not failure:
                     failure = f"toolchain self-test failed ({route.label}): {c.name} was {problem}"
+        if config.kernels == "all" and route_key(route) == "export":
+            for cc in checker_canaries():
+                res = await grade(
+                    cc.text,
+                    task,
+                    base,
+                    toolchain_check=None,
+                    skip_guard=True,
+                    route=route,
+                    export_edit=cc.export_edit,
+                    checkers_only=True,
+                )
+                problem = judge_checkers(cc, res)
+                outcomes.append(
+                    CanaryOutcome(
+                        name=f"checkers: {cc.name}",
+                        expected="accepted by every checker" if cc.must_accept else "accepted by none",
+                        got=", ".join(f"{k.name}: {k.detail}" for k in res.kernels) or _got(res),
+                        passed=problem is None,
+                        seconds=res.grader_seconds,
+                    )
+                )
+                if problem is not None:
+                    on_verdict = on_verdict or res.judged
+                    if not failure:
+                        failure = (
+                            f"toolchain self-test failed ({route.label}): "
+                            f"checker canary {cc.name} was {problem}"
+                        )
     transient = bool(failure) and not on_verdict
     return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes, transient=transient)
 
@@ -351,7 +439,16 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, route: Route, verdi
     stat = toolchain.lean.stat()
     settings = config.model_dump(
         mode="json",
-        exclude={"work_root", "keep_packages", "cache_dir", "max_concurrent", "toolchain_dir", "sandbox"},
+        # grade_in: a pass on the host (an image's warm-cache) holds in the runtime box too.
+        exclude={
+            "work_root",
+            "keep_packages",
+            "cache_dir",
+            "max_concurrent",
+            "toolchain_dir",
+            "sandbox",
+            "grade_in",
+        },
     )
     parts = [
         GRADER_VERSION,
@@ -362,6 +459,7 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, route: Route, verdi
         route.label,
         verdict_path,
         json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in canaries_for(route)]),
+        json.dumps([(c.name, c.text, c.must_accept, c.axioms_only) for c in checker_canaries()]),
         json.dumps(settings, sort_keys=True),
     ]
     for part in parts:
@@ -406,11 +504,18 @@ def _remember_pass(path: Path, key: str, report: SelfTestReport) -> None:
 _on_disk: set[Path] = set()
 
 
-async def _remembered_here(path: Path, key: str, report: SelfTestReport) -> None:
-    """Write the pass into this cache directory once per process, unless it is there."""
+async def _remembered_here(
+    path: Path, key: str, report: SelfTestReport, toolchain: Toolchain, config: GraderConfig
+) -> None:
+    """Write the pass, and the toolchain's manifest recorded with it, into this cache directory
+    once per process, unless they are there."""
     if path not in _on_disk:
         if not await asyncio.to_thread(_remembered_pass, path, key):
             await asyncio.to_thread(_remember_pass, path, key, report)
+        m = toolchain_manifest.recorded(toolchain.dir, toolchain.version)
+        where = _manifest_file(toolchain, config)
+        if m is not None and not where.exists():
+            await asyncio.to_thread(toolchain_manifest.store, m, where)
         _on_disk.add(path)
 
 
@@ -421,16 +526,19 @@ async def ensure_selftest(
     else why that route may not grade. Concurrent first grades wait for one run (a
     `ToolchainCheck`). A failure on host faults alone is run again once its back-off passed."""
     key = selftest_key(toolchain, config, route, verdict_path)
+    if (why := await _toolchain_changed(toolchain, config)) is not None:
+        return why
     if (known := _settled(key)) is not None:
         if known.passed:  # the key leaves the cache directory out: this one must hold it too
-            await _remembered_here(_pass_file(config, key), key, known)
+            await _remembered_here(_pass_file(config, key), key, known, toolchain, config)
         return None if known.passed else known.reason
     per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
     async with per_loop.setdefault(key, asyncio.Lock()):
         if (known := _settled(key)) is not None:
             return None if known.passed else known.reason
         path = _pass_file(config, key)
-        if await asyncio.to_thread(_remembered_pass, path, key):
+        remembered = await asyncio.to_thread(_remembered_pass, path, key)
+        if remembered and await asyncio.to_thread(_load_manifest, toolchain, config) is not None:
             _memo[key] = SelfTestReport(passed=True, reason="", canaries=[])
             return None
         try:
@@ -458,6 +566,7 @@ async def ensure_selftest(
         else:
             retry.succeeded(key)
         if report.passed:
+            await _record_manifest(toolchain, config)
             await asyncio.to_thread(_remember_pass, path, key, report)
             _on_disk.add(path)
         return None if report.passed else report.reason
@@ -477,3 +586,57 @@ def forget() -> None:
     _memo.clear()
     _on_disk.clear()
     retry.clear()
+    toolchain_manifest.forget()
+
+
+# ---- the toolchain's manifest (toolchain_manifest.py) ------------------------------------------
+
+
+def _manifest_file(toolchain: Toolchain, config: GraderConfig) -> Path:
+    from lean_mod_add_proof.grading.cache import cache_root
+
+    name = hashlib.sha256(f"{toolchain.dir}\0{toolchain.version}".encode()).hexdigest()[:32]
+    return cache_root(config.cache_dir) / "toolchain-manifest" / f"{name}.json"
+
+
+def _load_manifest(toolchain: Toolchain, config: GraderConfig) -> toolchain_manifest.Manifest | None:
+    """The manifest recorded with the last pass, in memory or in the cache directory."""
+    if (m := toolchain_manifest.recorded(toolchain.dir, toolchain.version)) is not None:
+        return m
+    try:
+        m = toolchain_manifest.load(_manifest_file(toolchain, config))
+    except (OSError, ValueError):
+        return None
+    if m.toolchain_dir != str(toolchain.dir) or m.version != toolchain.version:
+        return None
+    toolchain_manifest.remember(m)
+    return m
+
+
+async def _record_manifest(toolchain: Toolchain, config: GraderConfig) -> None:
+    """Record the toolchain as the self-test found it (a pass just now)."""
+    m = await asyncio.to_thread(toolchain_manifest.record, toolchain.dir, toolchain.version)
+    toolchain_manifest.remember(m)
+    await asyncio.to_thread(toolchain_manifest.store, m, _manifest_file(toolchain, config))
+
+
+async def _toolchain_changed(toolchain: Toolchain, config: GraderConfig) -> str | None:
+    """Before each grade: has a watched file changed since the self-test passed? In the runtime
+    box that is "could not judge" naming the file (the reason returned); on a host the passes
+    are forgotten, so the self-test runs again and records the toolchain anew (None returned)."""
+    m = await asyncio.to_thread(_load_manifest, toolchain, config)
+    if m is None:
+        return None  # no pass recorded yet: the self-test runs and records one
+    rehash = ("bin",) if config.grade_in == "runtime" else ()
+    changed = await asyncio.to_thread(toolchain_manifest.changed_files, m, toolchain.dir, rehash=rehash)
+    if not changed:
+        return None
+    if config.grade_in == "runtime":
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        return f"the toolchain changed after its self-test: {changed[0]}{more}"
+    _memo.clear()
+    toolchain_manifest.forget(toolchain.dir, toolchain.version)
+    with contextlib.suppress(OSError):
+        _manifest_file(toolchain, config).unlink()
+    _on_disk.clear()
+    return None
