@@ -253,3 +253,26 @@ def test_the_setting_reaches_the_taskset_and_the_cli() -> None:
     assert "kernels" in LeanTaskConfig.model_fields and "kernels" in RUNTIME_SETTINGS
     with pytest.raises(ValueError):
         GraderConfig(kernels="some")  # type: ignore[arg-type]
+
+
+def test_on_a_host_an_unchanged_toolchain_is_walked_at_most_once_per_recheck_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-grade walk of a real toolchain costs about 130 ms, so on a host a toolchain found
+    unchanged is not walked again for `HOST_MANIFEST_RECHECK_S`; a change is then noticed at the
+    next walk. (In the runtime box every grade walks: the test above.)"""
+    from lean_mod_add_proof.grading import selftest
+
+    double = _double(tmp_path)
+    version = selftest_version(double)
+    monkeypatch.setattr(selftest, "HOST_MANIFEST_RECHECK_S", 3600.0)
+    assert _graded(tmp_path, toolchain_dir=double).accepted  # self-test passes, manifest recorded
+    assert _graded(tmp_path, toolchain_dir=double).accepted  # walked: unchanged
+    (double / "lib" / "lean" / "extra.olean").write_text("x")
+    assert _graded(tmp_path, toolchain_dir=double).accepted  # inside the window: not walked
+    m = toolchain_manifest.recorded(double.resolve(), version)
+    assert m is not None and "lib/lean/extra.olean" not in m.files
+    monkeypatch.setattr(selftest, "HOST_MANIFEST_RECHECK_S", 0.0)
+    assert _graded(tmp_path, toolchain_dir=double).accepted  # walked: changed, self-test again
+    m = toolchain_manifest.recorded(double.resolve(), version)
+    assert m is not None and "lib/lean/extra.olean" in m.files

@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -586,6 +587,7 @@ def forget() -> None:
     _memo.clear()
     _on_disk.clear()
     retry.clear()
+    _unchanged_at.clear()
     toolchain_manifest.forget()
 
 
@@ -620,17 +622,33 @@ async def _record_manifest(toolchain: Toolchain, config: GraderConfig) -> None:
     await asyncio.to_thread(toolchain_manifest.store, m, _manifest_file(toolchain, config))
 
 
+#: On a host, a toolchain found unchanged is not walked again for this long: a real toolchain's
+#: `lib/lean` holds some ten thousand files (about 130 ms a walk), and on a host only its operator
+#: can change it, so a change is noticed within seconds rather than before the very next grade.
+#: In the runtime box, where the model's shell may write, every grade walks and re-hashes.
+HOST_MANIFEST_RECHECK_S = 5.0
+_unchanged_at: dict[tuple[str, str], float] = {}
+
+
 async def _toolchain_changed(toolchain: Toolchain, config: GraderConfig) -> str | None:
     """Before each grade: has a watched file changed since the self-test passed? In the runtime
     box that is "could not judge" naming the file (the reason returned); on a host the passes
     are forgotten, so the self-test runs again and records the toolchain anew (None returned)."""
+    runtime = config.grade_in == "runtime"
+    watched = toolchain_manifest.key(toolchain.dir, toolchain.version)
+    seen = _unchanged_at.get(watched)
+    if not runtime and seen is not None and time.monotonic() - seen < HOST_MANIFEST_RECHECK_S:
+        return None
     m = await asyncio.to_thread(_load_manifest, toolchain, config)
     if m is None:
         return None  # no pass recorded yet: the self-test runs and records one
-    rehash = ("bin",) if config.grade_in == "runtime" else ()
+    rehash = ("bin",) if runtime else ()
+    started = time.monotonic()
     changed = await asyncio.to_thread(toolchain_manifest.changed_files, m, toolchain.dir, rehash=rehash)
     if not changed:
+        _unchanged_at[watched] = started
         return None
+    _unchanged_at.pop(watched, None)
     if config.grade_in == "runtime":
         more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
         return f"the toolchain changed after its self-test: {changed[0]}{more}"
