@@ -49,6 +49,11 @@ def audited_texts() -> dict[str, str]:
         texts[f"canary: {canary.name}"] = canary.text
         for module, text in canary.extra_modules.items():
             texts[f"canary module: {module}"] = text
+    # The checker canaries (`kernels = all`) whose text is not already a canary's above.
+    known = set(texts.values())
+    for checker_canary in selftest.checker_canaries():
+        if checker_canary.text not in known:
+            texts[f"checker canary: {checker_canary.name}"] = checker_canary.text
     return texts
 
 
