@@ -62,7 +62,7 @@ def test_tasks_table(capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "train")
     assert code == 0
-    for header in ("id", "p", "H", "seed", "split", "train fraction", "margin"):
+    for header in ("id", "p", "H", "split", "train frac", "margin", "kernel mul-adds", "brute force (est.)"):
         assert header in out
     assert "p05_h08_s0" in out and "p07_h16_s1" in out and "0.9" in out
     assert "p05_h08_s2" not in out

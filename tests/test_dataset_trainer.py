@@ -72,7 +72,7 @@ def test_committed_set_follows_rules() -> None:
     assert 14 <= len(partial) <= 18, "about a quarter of the runs train on 90% of the pairs"
     assert len({r.p for r in partial}) >= 6, "the 90% runs are spread across p"
     assert all(r.n_train_pairs < r.n_pairs for r in partial)
-    assert Counter(r.split for r in COMMITTED) == {"train": 42, "eval": 21}
+    assert Counter(r.split for r in COMMITTED) == {"train": 42, "eval": 21, "hard": 12}
 
 
 def test_hard_grid_rules() -> None:
@@ -90,5 +90,5 @@ def test_hard_grid_rules() -> None:
         assert trainer.train_fraction_for(p, hidden, seed) == trainer.FULL
         assert trainer.recipe_for(p, hidden, trainer.FULL) == trainer.Recipe(steps=trainer.HARD_STEPS)
         assert kernel_mul_adds(p, hidden) >= 4_000_000
-    for p, hidden, seed in trainer.grid():
+    for p, _hidden, seed in trainer.grid():
         assert not trainer.is_hard(p) and split_for(p, seed) in ("train", "eval")

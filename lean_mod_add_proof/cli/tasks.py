@@ -15,7 +15,7 @@ from lean_mod_add_proof.dataset.cost import (
     PUBLISHED_RATE_S,
     PUBLISHED_RATE_SOURCE,
     brute_force_estimate_s,
-    format_duration,
+    format_range,
 )
 from lean_mod_add_proof.dataset.tasks import (
     DEFAULT_TASKS_DIR,
@@ -249,6 +249,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(rows, indent=2))
         return 0
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -265,34 +266,56 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         )
     low_us, high_us = (rate * 1e6 for rate in PUBLISHED_RATE_S)
     notes.append(
-        f"brute force (est.): kernel mul-adds × {low_us:g}–{high_us:g} µs each, an estimate from a rate "
-        f"published elsewhere ({PUBLISHED_RATE_SOURCE}); `calibrate` measures yours"
+        f"brute force (est.): kernel mul-adds × {low_us:g}–{high_us:g} µs each ({PUBLISHED_RATE_SOURCE}); "
+        "`calibrate` measures yours"
     )
     if args.split != "all":
         notes.append(
             f"showing the {args.split} split; `--split all` lists train + eval, `--split hard` the rest"
         )
     where = f"split={args.split}" + ("" if args.max_p is None else f", max_p={args.max_p}")
-    table = Table(title=f"{len(records)} task(s) in {args.tasks_dir} ({where})", caption="\n".join(notes))
-    # Ids never wrap or shorten: they are what other commands take (`prompt ID`, `--task ID`).
-    table.add_column("id", no_wrap=True, min_width=max((len(r.id) for r in records), default=2))
-    columns = ("p", "H", "seed", "split", "train fraction", "margin", "kernel mul-adds")
-    for column in (*columns, "brute force (est.)", "prompt tokens"):
-        table.add_column(column, justify="left" if column == "split" else "right")
+    # A light box and short headers so that the rows fit 80 columns (`tasks | cat`); no cell wraps
+    # or shortens, the ids least of all: other commands take them (`prompt ID`, `--task ID`).
+    table = Table(
+        title=f"{len(records)} task(s) in {args.tasks_dir} ({where})",
+        caption="\n".join(notes),
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
+    )
+    # No seed column: the id ends with it (`_s<seed>`), and --json has it.
+    headers = (
+        "id",
+        "p",
+        "H",
+        "split",
+        "train frac",
+        "margin",
+        "kernel mul-adds",
+        "brute force (est.)",
+        "prompt tokens",
+    )
+    rows = []
     for r in records:
         low, high = brute_force_estimate_s(r.kernel_mul_adds)
-        table.add_row(
-            r.id,
-            str(r.p),
-            str(r.hidden),
-            str(r.seed),
-            r.split,
-            f"{r.train_fraction:g}",
-            f"{r.min_margin:,}",
-            f"{r.kernel_mul_adds:,}",
-            f"{format_duration(low)}–{format_duration(high)}",
-            f"{approx}{tokens[r.id]:,}",
+        rows.append(
+            (
+                r.id,
+                str(r.p),
+                str(r.hidden),
+                r.split,
+                f"{r.train_fraction:g}",
+                f"{r.min_margin:,}",
+                f"{r.kernel_mul_adds:,}",
+                format_range(low, high),
+                f"{approx}{tokens[r.id]:,}",
+            )
         )
+    for i, header in enumerate(headers):  # a header may wrap; a cell never does
+        widest = max((len(row[i]) for row in rows), default=1)
+        table.add_column(header, justify="left" if header in ("id", "split") else "right", min_width=widest)
+    for row in rows:
+        table.add_row(*row)
     Console().print(table)
     return 0
 

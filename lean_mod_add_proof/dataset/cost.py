@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 #: Published kernel rate for `Int` list code, in seconds per multiply-add (low, high).
 PUBLISHED_RATE_S: tuple[float, float] = (150e-6, 170e-6)
 #: Where that rate comes from, printed next to every estimate made from it.
-PUBLISHED_RATE_SOURCE = "kim-em/hex-dev #10212, Lean v4.34 (published elsewhere, not measured here)"
+PUBLISHED_RATE_SOURCE = "kim-em/hex-dev #10212, Lean v4.34: a rate published elsewhere, not measured here"
 
 #: A per-task limit is the fitted time times this, so that a slower grade still fits.
 DEFAULT_HEADROOM = 3.0
@@ -47,6 +47,18 @@ def format_duration(seconds: float) -> str:
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def format_range(low: float, high: float) -> str:
+    """`11–13 min`, `0.3 s`: a range in the unit of its upper end, short enough for a table (pure)."""
+    if high < 90:
+        unit, scale, digits = "s", 1.0, 1 if high < 10 else 0
+    elif high < 90 * 60:
+        unit, scale, digits = "min", 60.0, 0
+    else:
+        unit, scale, digits = "h", 3600.0, 1
+    a, b = f"{low / scale:.{digits}f}", f"{high / scale:.{digits}f}"
+    return f"{a} {unit}" if a == b else f"{a}–{b} {unit}"
 
 
 class RateFit(BaseModel):
