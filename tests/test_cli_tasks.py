@@ -334,3 +334,12 @@ def test_hub_probe_respects_hf_hub_offline(monkeypatch) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
     assert tasks_cli._hub_reachable() is False
+
+
+def test_lean_check_samples_the_grid_not_the_hard_split() -> None:
+    from lean_mod_add_proof.cli.leancheck import three_tasks
+
+    by_id = {r.id: r for r in load_tasks()}
+    picked = three_tasks()
+    assert picked[0] == "p05_h08_s0" and picked[-1] == "p23_h32_s2"
+    assert all(by_id[i].split != "hard" for i in picked)
