@@ -98,3 +98,26 @@ def test_calibrate_refuses_a_non_positive_factor(tmp_path: Path, capsys, flag: s
     tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0),))
     assert calibrate(tmp_path, tasks_dir, flag, "0") == 2
     assert f"{flag} 0: must be above 0" in capsys.readouterr().out
+
+
+def test_vf_eval_takes_the_hard_split_and_a_timeouts_file(tmp_path: Path) -> None:
+    import subprocess
+
+    from test_e2e import child_env, vf_eval
+
+    limits = tmp_path / "timeouts.json"
+    fit = {"intercept_s": 1.0, "seconds_per_mul_add": 1e-4, "n_tasks": 2}
+    doc = {"toolchain": "t", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": {"p41_h32_s0": 900.0}}
+    limits.write_text(json.dumps(doc), encoding="utf-8")
+    out_dir = tmp_path / "runs"
+    argv = [vf_eval(), "lean-mod-add-proof", "--dry-run", "-n", "1", "--no-push", "-o", str(out_dir)]
+    argv += ["--env.taskset.split", "hard", "--env.taskset.task.timeouts", str(limits)]
+    done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (resolved,) = out_dir.glob("**/configs/resolved/eval.json")
+    taskset = json.loads(resolved.read_text())["env"]["taskset"]
+    assert taskset["split"] == "hard" and taskset["task"]["timeouts"] == str(limits.resolve())
+    # A file that is not a timeouts file stops vf-eval before anything runs, naming the setting.
+    limits.write_text("{", encoding="utf-8")
+    done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode != 0 and "timeouts" in done.stderr + done.stdout
