@@ -61,8 +61,10 @@ def test_calibrate_writes_timeouts_the_taskset_reads(
         assert row["stage_seconds"].get("toolchain", 0.0) < row["setup_seconds"]
         assert row["checked_seconds"] <= row["grader_seconds"]
     assert "Largest" not in printed and "Slowest measured:" in printed and "not counted" in printed
+    assert "p05_h08_s0 2,000 accepted" in printed and "…" not in printed  # whole at 80 columns
     limits = read_timeouts(limits_path)
-    assert set(limits) == {"p05_h08_s0", "p07_h16_s1", "p29_h02_s0"}
+    # The grid's tasks, not the unmeasured hard one: it keeps the fixed timeout_s.
+    assert set(limits) == {"p05_h08_s0", "p07_h16_s1"}
     assert all(s >= 60.0 for s in limits.values())  # the default floor
     assert f"--env.taskset.task.timeouts {limits_path}" in printed
 
@@ -75,8 +77,14 @@ def test_calibrate_writes_timeouts_the_taskset_reads(
             task=LeanTaskConfig(timeout_s=1234, timeouts=limits_path),
         )
         for task in LeanModAddProofTaskset(config).load():
-            assert task.config.timeout_s == limits[task.data.id] != 1234
-            assert f"{limits[task.data.id]:g} seconds" in task.data.prompt
+            expected = limits.get(task.data.id, 1234)
+            assert task.config.timeout_s == expected and f"{expected:g} seconds" in task.data.prompt
+            assert (task.data.id in limits) == (split == "all")
+
+    # Measuring a hard task on purpose gives it a limit too.
+    assert calibrate(tmp_path, tasks_dir, "--split", "hard", "--timeouts-out", str(limits_path)) == 0
+    assert set(read_timeouts(limits_path)) == {"p05_h08_s0", "p07_h16_s1", "p29_h02_s0"}
+    capsys.readouterr()
 
 
 def test_calibrate_headroom_and_floor_shape_the_limits(tmp_path: Path, capsys) -> None:

@@ -28,7 +28,7 @@ from lean_mod_add_proof.dataset.cost import (
     format_duration,
     timeouts_for,
 )
-from lean_mod_add_proof.dataset.tasks import TaskRecord, load_tasks
+from lean_mod_add_proof.dataset.tasks import TaskRecord, in_split, load_tasks
 
 #: The stages one `timeout_s` deadline covers (pipeline.py: build, export and judge together,
 #: then the statement and axiom checks); the self-test and set-up run in others or beforehand.
@@ -79,6 +79,7 @@ async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, pr
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from rich import box
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
@@ -95,22 +96,32 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))  # smallest kernel work first
     with Progress(console=console, transient=True) as progress:
         rows = asyncio.run(_calibrate(records, args.tasks_dir, config, progress))
-    table = Table(title=f"reference proofs on {found.version}")
-    for column in ("task", "mul-adds", "verdict", "set-up s", "build s", "replay s", "checked s", "peak MiB"):
-        table.add_column(column, justify="right" if column not in ("task", "verdict") else "left")
+    # As in `tasks`: a light box and cells that never wrap or shorten, so 80 columns hold a row.
+    table = Table(title=f"reference proofs on {found.version}", box=box.SIMPLE_HEAD, padding=0, pad_edge=False)
+    headers = ("task", "mul-adds", "verdict", "set-up s", "build s", "replay s", "checked s", "peak MiB")
+    cells = []
     for row in rows:
         verdict = "accepted" if row["accepted"] else ("REJECTED" if row["judged"] else "NOT JUDGED")
         replay = row["kernel_replay_seconds"]
-        table.add_row(
-            row["task"],
-            f"{row['kernel_mul_adds']:,}",
-            verdict,
-            f"{row['setup_seconds']:.1f}",
-            f"{row['stage_seconds'].get('build', 0):.1f}",
-            "-" if replay is None else f"{replay:.1f}",
-            f"{row['checked_seconds']:.1f}",
-            str(row["peak_memory_mb"]),
+        cells.append(
+            (
+                row["task"],
+                f"{row['kernel_mul_adds']:,}",
+                verdict,
+                f"{row['setup_seconds']:.1f}",
+                f"{row['stage_seconds'].get('build', 0):.1f}",
+                "-" if replay is None else f"{replay:.1f}",
+                f"{row['checked_seconds']:.1f}",
+                str(row["peak_memory_mb"]),
+            )
         )
+    for i, header in enumerate(headers):
+        widest = max((len(c[i]) for c in cells), default=1)
+        table.add_column(
+            header, justify="left" if header in ("task", "verdict") else "right", min_width=widest
+        )
+    for c in cells:
+        table.add_row(*c)
     console.print(table)
     payload = {"toolchain": found.version, "settings": config.model_dump(mode="json"), "tasks": rows}
     if args.out is not None:
@@ -138,7 +149,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         highlight=False,
     )
     if args.timeouts_out is not None:
-        every = load_tasks(args.tasks_dir)
+        # The grid's tasks and every measured one. A hard task not measured keeps the fixed
+        # timeout_s: a limit extrapolated from the brute-force rate would let brute force fit it,
+        # which is what the hard split is built to rule out (docs/dataset.md).
+        measured = {r["task"] for r in rows}
+        every = [r for r in load_tasks(args.tasks_dir) if in_split(r.split, "all") or r.id in measured]
         limits = timeouts_for([(r.id, r.kernel_mul_adds) for r in every], fit, args.headroom, args.floor_s)
         out = TimeoutsFile(
             toolchain=found.version, fit=fit, headroom=args.headroom, floor_s=args.floor_s, timeouts=limits
@@ -146,7 +161,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         args.timeouts_out.write_text(out.model_dump_json(indent=2) + "\n", encoding="utf-8")
         longest = max(every, key=lambda r: (limits[r.id], r.id))
         console.print(
-            f"wrote {args.timeouts_out}: a timeout_s for each of the {len(every)} tasks of the set "
+            f"wrote {args.timeouts_out}: a timeout_s for {len(every)} tasks (the grid and those measured) "
             f"(longest {longest.id}: {format_duration(limits[longest.id])}); use it with "
             f"--env.taskset.task.timeouts {args.timeouts_out}",
             highlight=False,
@@ -168,8 +183,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="fit the seconds per multiply-add and write a timeout_s for every task of the set here "
-        "(read by --env.taskset.task.timeouts)",
+        help="fit the seconds per multiply-add and write a timeout_s here for every task of the grid "
+        "and every task measured (read by --env.taskset.task.timeouts)",
     )
     p.add_argument(
         "--headroom",
