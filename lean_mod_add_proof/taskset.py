@@ -571,11 +571,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
     def records(self) -> list[TaskRecord]:
         cfg = self.config
         rows = load_tasks(cfg.tasks_dir or DEFAULT_TASKS_DIR)
-        return [
-            r
-            for r in rows
-            if in_split(r.split, cfg.split) and (cfg.max_p is None or r.p <= cfg.max_p)
-        ]
+        return [r for r in rows if in_split(r.split, cfg.split) and (cfg.max_p is None or r.p <= cfg.max_p)]
 
     def load(self) -> Iterator[LeanTask]:
         cfg = self.config

@@ -97,7 +97,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     with Progress(console=console, transient=True) as progress:
         rows = asyncio.run(_calibrate(records, args.tasks_dir, config, progress))
     # As in `tasks`: a light box and cells that never wrap or shorten, so 80 columns hold a row.
-    table = Table(title=f"reference proofs on {found.version}", box=box.SIMPLE_HEAD, padding=0, pad_edge=False)
+    table = Table(
+        title=f"reference proofs on {found.version}", box=box.SIMPLE_HEAD, padding=0, pad_edge=False
+    )
     headers = ("task", "mul-adds", "verdict", "set-up s", "build s", "replay s", "checked s", "peak MiB")
     cells = []
     for row in rows:
