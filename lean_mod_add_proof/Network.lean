@@ -7,7 +7,7 @@ elementwise, and each row `c` of the read-out table `W2` scores class `c` with a
 The answer is the index of the first maximum score.
 
 Everything is structural recursion on `List` and `Nat` over `Int`, so the kernel can evaluate
-the network by unfolding definitions (for example with `decide +kernel`).
+the network by unfolding definitions.
 -/
 
 namespace LeanCheckedNetwork

@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import sysconfig
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,11 +19,13 @@ import verifiers.v1 as vf
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from lean_mod_add_proof.constants import reference_submission
+from lean_mod_add_proof.dataset.cost import TimeoutsFileError, read_timeouts
 from lean_mod_add_proof.dataset.tasks import (
     DEFAULT_TASKS_DIR,
     NETWORK_LEAN_PATH,
     TaskRecord,
     TaskSetError,
+    in_split,
     load_tasks,
     sha256_text,
     weights_path,
@@ -84,8 +86,8 @@ class LeanData(vf.TaskData):
     """Number of hidden neurons."""
     seed: int
     """Training seed of the frozen network."""
-    split: Literal["train", "eval"]
-    """Which split the task belongs to (seed 2 is eval)."""
+    split: Literal["train", "eval", "hard"]
+    """Which split the task belongs to (seed 2 is eval; p above 23 is hard)."""
     train_fraction: float
     """Fraction of the p*p pairs the network was trained on."""
     theorem: str
@@ -110,6 +112,29 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
     """Most characters of Lean error messages in one feedback message."""
     attempt_discount: float = Field(1.0, gt=0, le=1)
     """An accepted attempt k (1-based) earns attempt_discount ** (k - 1); 1.0 = no discount."""
+    timeouts: Path | None = None
+    """A per-task `timeout_s` file written by `calibrate --timeouts-out`; a task it does not list
+    gets the fixed `timeout_s`."""
+    # Here and not in GraderSettings: the grader grades one task with one deadline; choosing the
+    # deadline per task is the taskset's job, where each task's config and prompt are made (load).
+
+    @field_validator("timeouts")
+    @classmethod
+    def _readable_timeouts(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        value = value.expanduser().resolve()
+        try:
+            read_timeouts(value)
+        except TimeoutsFileError as exc:
+            raise ValueError(f"not a usable timeouts file: {exc}") from None
+        return value
+
+    def for_task(self, task_id: str, limits: Mapping[str, float]) -> LeanTaskConfig:
+        """This config with the task's own `timeout_s` from `limits`, if it has one."""
+        if task_id not in limits:
+            return self
+        return self.model_copy(update={"timeout_s": limits[task_id]})
 
     @model_validator(mode="after")
     def _feedback_grades_on_the_host(self) -> LeanTaskConfig:
@@ -125,8 +150,9 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
 class LeanTasksetConfig(vf.TasksetConfig):
     """Which tasks load (`--env.taskset.*`)."""
 
-    split: Literal["train", "eval", "all"] = "train"
-    """`train` (seeds 0 and 1), `eval` (seed 2, held out) or `all`."""
+    split: Literal["train", "eval", "hard", "all"] = "train"
+    """`train` (seeds 0 and 1), `eval` (seed 2, held out), `all` (train + eval, the seed's grid) or
+    `hard` (p > 23: brute force is estimated past the default time limit; docs/dataset.md)."""
     tasks_dir: Path | None = None
     """Another generated task set (tasks.jsonl + <id>/Weights.lean); default: the packaged one."""
     max_p: int | None = Field(None, ge=2)
@@ -161,7 +187,7 @@ class LeanTasksetConfig(vf.TasksetConfig):
         except TaskSetError:
             return value  # tasks_dir's own check says what is wrong
         split = info.data.get("split", "train")
-        ps = sorted({r.p for r in rows if split == "all" or r.split == split})
+        ps = sorted({r.p for r in rows if in_split(r.split, split)})
         if ps and not any(p <= value for p in ps):
             raise ValueError(f"no {split} task has p <= {value} (the smallest p is {ps[0]})")
         return value
@@ -545,11 +571,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
     def records(self) -> list[TaskRecord]:
         cfg = self.config
         rows = load_tasks(cfg.tasks_dir or DEFAULT_TASKS_DIR)
-        return [
-            r
-            for r in rows
-            if (cfg.split == "all" or r.split == cfg.split) and (cfg.max_p is None or r.p <= cfg.max_p)
-        ]
+        return [r for r in rows if in_split(r.split, cfg.split) and (cfg.max_p is None or r.p <= cfg.max_p)]
 
     def load(self) -> Iterator[LeanTask]:
         cfg = self.config
@@ -559,13 +581,15 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
             raise ValueError(f"no task in {tasks_dir} matches split={cfg.split!r}, max_p={cfg.max_p}")
         self.preflight()
         network = read_verbatim(NETWORK_LEAN_PATH)
+        limits = read_timeouts(cfg.task.timeouts) if cfg.task.timeouts is not None else {}
         image = (cfg.image or None) if cfg.task.grade_in == "runtime" and not self.local_boxes else None
         for r in records:
+            task_cfg = cfg.task.for_task(r.id, limits)
             prompt = build_prompt(
                 p=r.p,
                 network_lean=network,
                 weights_lean=read_verbatim(weights_path(tasks_dir, r.id)),
-                timeout_s=cfg.task.timeout_s,
+                timeout_s=task_cfg.timeout_s,
                 axioms_mode=cfg.task.axioms_mode,
                 memory_mb=cfg.task.memory_mb,
             )
@@ -584,7 +608,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
                 tasks_dir=None if cfg.tasks_dir is None else str(cfg.tasks_dir),
                 image=image,
             )
-            yield LeanTask(data, cfg.task)
+            yield LeanTask(data, task_cfg)
 
 
 #: The console scripts a rollout's box on the subprocess runtime runs from PATH: the null

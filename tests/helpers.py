@@ -19,7 +19,7 @@ from lean_mod_add_proof.dataset.tasks import (
     NETWORK_LEAN_PATH,
     TaskRecord,
     sha256_text,
-    split_for_seed,
+    split_for,
     task_id,
 )
 from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
@@ -49,7 +49,7 @@ def make_task(p: int = 5, hidden: int = 8, seed: int = 0, weights: str | None = 
         p=p,
         hidden=hidden,
         seed=seed,
-        split="eval" if seed == 2 else "train",
+        split=split_for(p, seed),
         train_fraction=1.0,
         theorem=theorem_name(p),
         weights_sha256=sha256_text(text),
@@ -145,7 +145,7 @@ def make_task_set(root: Path, specs=((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0
                 "p": p,
                 "hidden": hidden,
                 "seed": seed,
-                "split": split_for_seed(seed),
+                "split": split_for(p, seed),
                 "train_fraction": 0.9 if seed == 1 else 1.0,
                 "theorem": f"LeanCheckedNetwork.Net.adds_mod_{p}",
                 "weights_sha256": sha256_text(text),

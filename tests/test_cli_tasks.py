@@ -51,7 +51,8 @@ def test_tasks_default_split_is_the_tasksets(capsys, tasks_dir: Path, monkeypatc
     assert [r["id"] for r in json.loads(out)] == ["p05_h08_s0", "p07_h16_s1", "p11_h08_s0"]
     monkeypatch.setenv("COLUMNS", "200")
     _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir))
-    assert "split=train" in out and "showing the train split; `--split all` lists every task" in out
+    assert "split=train" in out and "showing the train split; `--split all` lists train + eval" in out
+    assert "max_p" not in out  # no `max_p=None` in the title
     assert "p05_h08_s2" not in out
     _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
     assert "p05_h08_s2" in out and "showing the" not in out
@@ -61,7 +62,7 @@ def test_tasks_table(capsys, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "train")
     assert code == 0
-    for header in ("id", "p", "H", "seed", "split", "train fraction", "margin"):
+    for header in ("id", "p", "H", "split", "train frac", "margin", "kernel mul-adds", "brute force (est.)"):
         assert header in out
     assert "p05_h08_s0" in out and "p07_h16_s1" in out and "0.9" in out
     assert "p05_h08_s2" not in out
@@ -259,3 +260,86 @@ def test_bad_tokenizer_is_one_line_and_exit_2(capsys, tasks_dir: Path, spec: str
     code, out, err = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--tokenizer", spec)
     assert code == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+HARD_SPECS = ((5, 8, 0), (5, 8, 2), (29, 2, 0), (31, 2, 1))
+
+
+def test_tasks_hard_split_is_apart_from_all(capsys, tmp_path: Path) -> None:
+    tasks_dir = make_task_set(tmp_path / "tasks", HARD_SPECS)
+    code, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "hard")
+    assert code == 0 and [r["id"] for r in json.loads(out)] == ["p29_h02_s0", "p31_h02_s1"]
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "all")
+    assert [r["id"] for r in json.loads(out)] == ["p05_h08_s0", "p05_h08_s2"]
+
+
+def test_tasks_brute_force_estimate_is_labelled_as_from_elsewhere(
+    capsys, tmp_path: Path, monkeypatch
+) -> None:
+    tasks_dir = make_task_set(tmp_path / "tasks", HARD_SPECS)
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "all")
+    row = json.loads(out)[0]  # p = 5, H = 8: 2,000 multiply-adds at 150-170 µs
+    assert row["brute_force_estimate_s"] == pytest.approx([0.3, 0.34])
+    assert "kim-em/hex-dev #10212" in row["brute_force_estimate_source"]
+    assert "not measured here" in row["brute_force_estimate_source"]
+    monkeypatch.setenv("COLUMNS", "200")
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
+    text = " ".join(out.split())
+    assert "brute force (est.)" in text and "150–170 µs" in text and "published elsewhere" in text
+
+
+def test_packaged_hard_split_meets_the_issue() -> None:
+    """Issue 28's "done when": >= 12 hard tasks, p > 23, kernel_mul_adds >= 4,000,000."""
+    hard = [r for r in load_tasks() if r.split == "hard"]
+    assert len(hard) >= 12
+    assert all(r.p > 23 and r.kernel_mul_adds == 2 * r.p**3 * r.hidden >= 4_000_000 for r in hard)
+
+
+def test_packaged_hard_prompts_stay_under_48k_estimated_tokens(capsys) -> None:
+    code, out, _ = run(capsys, "tasks", "--json", "--split", "hard", "--tokenizer", "estimate")
+    rows = json.loads(out)
+    assert code == 0 and rows and max(r["prompt_tokens"] for r in rows) <= 48_000
+
+
+@pytest.mark.parametrize("columns", ["80", "60"])
+def test_task_ids_are_whole_in_a_narrow_table(capsys, tmp_path: Path, monkeypatch, columns: str) -> None:
+    tasks_dir = make_task_set(tmp_path / "tasks", HARD_SPECS)
+    monkeypatch.setenv("COLUMNS", columns)
+    _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
+    rows = [line for line in out.splitlines() if "p05_" in line]
+    assert len(rows) == 2 and "p05_h08_s0" in rows[0] and "p05_h08_s2" in rows[1]
+
+
+def test_hf_tokenizer_offline_fails_at_once(capsys, tasks_dir: Path, monkeypatch) -> None:
+    from lean_mod_add_proof.cli import tasks as tasks_cli
+
+    probes = []
+    monkeypatch.setattr(tasks_cli, "_hub_reachable", lambda: probes.append(1) or False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # belt and braces: nothing here may download
+    monkeypatch.setenv("HF_HOME", str(tasks_dir.parent / "hf-home"))
+    code, out, err = run(
+        capsys, "tasks", "--tasks-dir", str(tasks_dir), "--tokenizer", "hf:no-such-org/no-such-model"
+    )
+    assert code == 2 and out == "" and probes == [1]
+    # One line of ours (transformers may print its own notice on import, before it).
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: --tokenizer: ") and "not on disk and the Hub cannot be reached" in line
+
+
+def test_hub_probe_respects_hf_hub_offline(monkeypatch) -> None:
+    from lean_mod_add_proof.cli import tasks as tasks_cli
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert tasks_cli._hub_reachable() is False
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
+    assert tasks_cli._hub_reachable() is False
+
+
+def test_lean_check_samples_the_grid_not_the_hard_split() -> None:
+    from lean_mod_add_proof.cli.leancheck import three_tasks
+
+    by_id = {r.id: r for r in load_tasks()}
+    picked = three_tasks()
+    assert picked[0] == "p05_h08_s0" and picked[-1] == "p23_h32_s2"
+    assert all(by_id[i].split != "hard" for i in picked)

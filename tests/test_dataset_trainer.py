@@ -11,7 +11,7 @@ import pytest
 
 from lean_mod_add_proof.dataset import trainer
 from lean_mod_add_proof.dataset.generator import build_task, load_network
-from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks, split_for_seed, task_id
+from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks, split_for, task_id
 
 COMMITTED = load_tasks(DEFAULT_TASKS_DIR)
 
@@ -61,9 +61,9 @@ def test_cli_small_run(tmp_path: Path) -> None:
 
 def test_committed_set_follows_rules() -> None:
     ids = {(r.p, r.hidden, r.seed) for r in COMMITTED}
-    assert ids == set(trainer.grid())
+    assert ids == set(trainer.grid()) | set(trainer.hard_grid())
     for r in COMMITTED:
-        assert r.split == split_for_seed(r.seed)
+        assert r.split == split_for(r.p, r.seed)
         assert r.train_fraction == trainer.train_fraction_for(r.p, r.hidden, r.seed)
         assert r.n_pairs == r.p * r.p
         assert r.n_train_pairs == trainer.n_train_pairs_for(r.p, r.train_fraction)
@@ -72,4 +72,23 @@ def test_committed_set_follows_rules() -> None:
     assert 14 <= len(partial) <= 18, "about a quarter of the runs train on 90% of the pairs"
     assert len({r.p for r in partial}) >= 6, "the 90% runs are spread across p"
     assert all(r.n_train_pairs < r.n_pairs for r in partial)
-    assert Counter(r.split for r in COMMITTED) == {"train": 42, "eval": 21}
+    assert Counter(r.split for r in COMMITTED) == {"train": 42, "eval": 21, "hard": 12}
+
+
+def test_hard_grid_rules() -> None:
+    """The hard split (issue 28): every run has p above the grid's primes, trains on every pair
+    with the short plain recipe, and needs at least 4,000,000 Int multiply-adds by brute force.
+    (Its networks are not retrained here: one takes about 30 s; `make check-dataset` does.)"""
+    from lean_mod_add_proof.dataset.network import kernel_mul_adds
+    from lean_mod_add_proof.dataset.tasks import GRID_MAX_P
+
+    assert max(trainer.GRID_P) == GRID_MAX_P
+    runs = trainer.hard_grid()
+    assert len(runs) >= 12 and not set(runs) & set(trainer.grid())
+    for p, hidden, seed in runs:
+        assert p > GRID_MAX_P and trainer.is_hard(p) and split_for(p, seed) == "hard"
+        assert trainer.train_fraction_for(p, hidden, seed) == trainer.FULL
+        assert trainer.recipe_for(p, hidden, trainer.FULL) == trainer.Recipe(steps=trainer.HARD_STEPS)
+        assert kernel_mul_adds(p, hidden) >= 4_000_000
+    for p, _hidden, seed in trainer.grid():
+        assert not trainer.is_hard(p) and split_for(p, seed) in ("train", "eval")

@@ -39,6 +39,8 @@ def audited_texts() -> dict[str, str]:
         # The Weights.lean template, as rendered for the smallest and the largest task.
         "Weights.lean (p05_h08_s0)": (TASKS / "p05_h08_s0" / "Weights.lean").read_text(encoding="utf-8"),
         "Weights.lean (p23_h32_s0)": (TASKS / "p23_h32_s0" / "Weights.lean").read_text(encoding="utf-8"),
+        # The hard split: p rows of 32 make list literals long enough for the `%[…]` expansion.
+        "Weights.lean (p47_h32_s0)": (TASKS / "p47_h32_s0" / "Weights.lean").read_text(encoding="utf-8"),
         "reference proof (p=5)": reference_submission(5),
         "reference proof (p=23)": reference_submission(23),
         "single-decide proof (p=5)": single_decide_submission(5),

@@ -84,16 +84,22 @@ def make_trace(task: vf.Task, reply: str) -> vf.Trace:
 # --- loading -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("split", ["train", "eval", "all"])
-@pytest.mark.parametrize("max_p", [None, 5, 7])
-def test_load_counts_match_tasks_jsonl(tasks_dir: Path, split: str, max_p: int | None) -> None:
+def selected(split: str, row_split: str) -> bool:
+    """The documented rule, written out independently: `all` is train + eval (the seed's grid)."""
+    return row_split in ("train", "eval") if split == "all" else row_split == split
+
+
+@pytest.mark.parametrize("split", ["train", "eval", "hard", "all"])
+@pytest.mark.parametrize("max_p", [None, 5, 7, 29])
+def test_load_counts_match_tasks_jsonl(tmp_path: Path, split: str, max_p: int | None) -> None:
+    tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0), (29, 2, 0)))
     expected = [
         r["id"]
         for r in rows_of(tasks_dir)
-        if (split == "all" or r["split"] == split) and (max_p is None or r["p"] <= max_p)
+        if selected(split, r["split"]) and (max_p is None or r["p"] <= max_p)
     ]
     if not expected:
-        with pytest.raises(ValueError, match="no task"):
+        with pytest.raises(ValueError, match=f"no ({split} )?task"):
             list(taskset(tasks_dir, split=split, max_p=max_p))
         return
     tasks = list(taskset(tasks_dir, split=split, max_p=max_p))
@@ -107,16 +113,73 @@ def test_load_counts_match_tasks_jsonl(tasks_dir: Path, split: str, max_p: int |
 )
 @pytest.mark.parametrize(
     ("split", "max_p"),
-    [("train", None), ("eval", None), ("all", None), ("train", 7), ("eval", 11), ("all", 23)],
+    [
+        ("train", None),
+        ("eval", None),
+        ("all", None),
+        ("hard", None),
+        ("train", 7),
+        ("eval", 11),
+        ("all", 23),
+        ("hard", 43),
+    ],
 )
 def test_packaged_set_counts(split: str, max_p: int | None) -> None:
     rows = rows_of(DEFAULT_TASKS_DIR)
-    expected = [
-        r["id"]
-        for r in rows
-        if (split == "all" or r["split"] == split) and (max_p is None or r["p"] <= max_p)
-    ]
+    expected = [r["id"] for r in rows if selected(split, r["split"]) and (max_p is None or r["p"] <= max_p)]
     assert [t.key for t in taskset(None, split=split, max_p=max_p)] == expected
+
+
+@pytest.mark.skipif(
+    not (DEFAULT_TASKS_DIR / "tasks.jsonl").is_file(), reason="packaged task set not generated yet"
+)
+def test_all_is_the_seed_grid_and_hard_is_apart() -> None:
+    everything = rows_of(DEFAULT_TASKS_DIR)
+    grid = [t.data for t in taskset(None, split="all")]
+    hard = [t.data for t in taskset(None, split="hard")]
+    assert len(grid) == 63 and {d.p for d in grid} == {5, 7, 11, 13, 17, 19, 23}
+    assert len(hard) >= 12 and all(d.p > 23 and d.split == "hard" for d in hard)
+    assert len(grid) + len(hard) == len(everything)
+    by_id = {r["id"]: r for r in everything}
+    assert all(by_id[d.id]["kernel_mul_adds"] >= 4_000_000 for d in hard)
+
+
+def write_timeouts(path: Path, limits: dict[str, float]) -> Path:
+    fit = {"intercept_s": 1.0, "seconds_per_mul_add": 1e-4, "n_tasks": 1}
+    doc = {"toolchain": "test", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": limits}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_timeouts_file_sets_each_listed_task_and_falls_back(tasks_dir: Path, tmp_path: Path) -> None:
+    limits = write_timeouts(tmp_path / "t.json", {"p05_h08_s0": 77.0, "p99_h01_s0": 5.0})
+    tasks = {
+        t.data.id: t for t in taskset(tasks_dir, split="all", task={"timeout_s": 123, "timeouts": limits})
+    }
+    listed, other = tasks["p05_h08_s0"], tasks["p07_h16_s1"]
+    assert listed.config.timeout_s == 77.0 and listed.config.grader_config().timeout_s == 77.0
+    assert "77 seconds" in listed.data.prompt and "123 seconds" not in listed.data.prompt
+    assert other.config.timeout_s == 123 and "123 seconds" in other.data.prompt
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read"),
+        ("{", "not JSON"),
+        ('{"toolchain": "x"}', "fit"),
+        ("BAD", "timeouts.p05_h08_s0: must be a positive number"),
+    ],
+)
+def test_bad_timeouts_file_names_the_setting(tmp_path: Path, content: str | None, message: str) -> None:
+    path = tmp_path / "t.json"
+    if content == "BAD":
+        write_timeouts(path, {"p05_h08_s0": -1.0})
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValidationError, match="timeouts") as info:
+        LeanTaskConfig(timeouts=path)
+    assert message in str(info.value)
 
 
 def test_task_data_is_small_and_json(tasks_dir: Path) -> None:

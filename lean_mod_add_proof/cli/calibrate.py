@@ -1,23 +1,43 @@
 """Sub-command `calibrate`: grade the reference proof of each task on the real toolchain and
 record what it cost (seconds per stage, the judge's kernel replay time, peak resident memory), so
-that `timeout_s` and `memory_mb` can be set from measurements instead of guesses."""
+that `timeout_s` and `memory_mb` can be set from measurements instead of guesses.
+
+The one-off set-up (the self-test, the judge's build and the task's cache entry) runs first, for
+each task, through `warm_cache`, and is reported apart: it is paid once per machine, not per
+grade, so it must not feed the time limit. The fit (dataset/cost.py) uses only the stages that
+one `timeout_s` deadline covers, and `--timeouts-out` extrapolates it to every task of the set,
+so the large tasks get a limit from a few small measured ones."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
-from lean_mod_add_proof.dataset.tasks import TaskRecord
+from lean_mod_add_proof.dataset.cost import (
+    DEFAULT_FLOOR_S,
+    DEFAULT_HEADROOM,
+    TimeoutsFile,
+    fit_rate,
+    format_duration,
+    timeouts_for,
+)
+from lean_mod_add_proof.dataset.tasks import TaskRecord, in_split, load_tasks
+
+#: The stages one `timeout_s` deadline covers (pipeline.py: build, export and judge together,
+#: then the statement and axiom checks); the self-test and set-up run in others or beforehand.
+TIMED_STAGES: tuple[str, ...] = ("build", "leanchecker", "statement", "axioms")
 
 
-def timing_row(record: TaskRecord, result: Any) -> dict[str, Any]:
-    """One task's measurements from its GradeResult (pure)."""
+def timing_row(record: TaskRecord, result: Any, setup_seconds: float = 0.0) -> dict[str, Any]:
+    """One task's measurements from its GradeResult (pure). `checked_seconds` is the time of the
+    stages the `timeout_s` deadline covers; `setup_seconds` the one-off warm-up before it."""
     judge = [c.seconds for c in result.commands if c.stage == "leanchecker"]
     return {
         "task": record.id,
@@ -31,6 +51,8 @@ def timing_row(record: TaskRecord, result: Any) -> dict[str, Any]:
         "kernel_replay_seconds": judge[-1] if judge else None,
         "peak_memory_mb": result.peak_memory_mb,
         "grader_seconds": result.grader_seconds,
+        "checked_seconds": round(sum(result.stage_seconds.get(s, 0.0) for s in TIMED_STAGES), 4),
+        "setup_seconds": round(setup_seconds, 4),
         "cache": result.cache,
     }
 
@@ -38,14 +60,18 @@ def timing_row(record: TaskRecord, result: Any) -> dict[str, Any]:
 async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, progress: Any) -> list[dict]:
     from lean_mod_add_proof.cli.grading import grade_task_for
     from lean_mod_add_proof.constants import reference_submission
-    from lean_mod_add_proof.grading.grader import grade
+    from lean_mod_add_proof.grading.grader import grade, warm_cache
 
     rows = []
     job = progress.add_task("calibrating", total=len(records))
     for record in records:
         progress.update(job, description=f"{record.id} (p={record.p}, H={record.hidden})")
-        result = await grade(reference_submission(record.p), grade_task_for(record.id, tasks_dir), config)
-        rows.append(timing_row(record, result))
+        task = grade_task_for(record.id, tasks_dir)
+        started = time.monotonic()
+        await warm_cache(task, config)  # the one-off set-up, kept out of the measurement
+        setup = time.monotonic() - started
+        result = await grade(reference_submission(record.p), task, config)
+        rows.append(timing_row(record, result, setup))
         progress.advance(job)
         if not result.judged:
             break  # nothing will be judged on this machine: say so now
@@ -53,11 +79,16 @@ async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, pr
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from rich import box
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
     console = Console()
+    for flag, value in (("--headroom", args.headroom), ("--floor-s", args.floor_s)):
+        if not value > 0:
+            console.print(f"[red]calibrate:[/] {flag} {value:g}: must be above 0", highlight=False)
+            return EXIT_USAGE
     started = start(args, console, "calibrate", "nothing measured")
     if isinstance(started, int):
         return started
@@ -65,21 +96,34 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))  # smallest kernel work first
     with Progress(console=console, transient=True) as progress:
         rows = asyncio.run(_calibrate(records, args.tasks_dir, config, progress))
-    table = Table(title=f"reference proofs on {found.version}")
-    for column in ("task", "mul-adds", "verdict", "build s", "replay s", "total s", "peak MiB"):
-        table.add_column(column, justify="right" if column not in ("task", "verdict") else "left")
+    # As in `tasks`: a light box and cells that never wrap or shorten, so 80 columns hold a row.
+    table = Table(
+        title=f"reference proofs on {found.version}", box=box.SIMPLE_HEAD, padding=0, pad_edge=False
+    )
+    headers = ("task", "mul-adds", "verdict", "set-up s", "build s", "replay s", "checked s", "peak MiB")
+    cells = []
     for row in rows:
         verdict = "accepted" if row["accepted"] else ("REJECTED" if row["judged"] else "NOT JUDGED")
         replay = row["kernel_replay_seconds"]
-        table.add_row(
-            row["task"],
-            f"{row['kernel_mul_adds']:,}",
-            verdict,
-            f"{row['stage_seconds'].get('build', 0):.1f}",
-            "-" if replay is None else f"{replay:.1f}",
-            f"{row['grader_seconds']:.1f}",
-            str(row["peak_memory_mb"]),
+        cells.append(
+            (
+                row["task"],
+                f"{row['kernel_mul_adds']:,}",
+                verdict,
+                f"{row['setup_seconds']:.1f}",
+                f"{row['stage_seconds'].get('build', 0):.1f}",
+                "-" if replay is None else f"{replay:.1f}",
+                f"{row['checked_seconds']:.1f}",
+                str(row["peak_memory_mb"]),
+            )
         )
+    for i, header in enumerate(headers):
+        widest = max((len(c[i]) for c in cells), default=1)
+        table.add_column(
+            header, justify="left" if header in ("task", "verdict") else "right", min_width=widest
+        )
+    for c in cells:
+        table.add_row(*c)
     console.print(table)
     payload = {"toolchain": found.version, "settings": config.model_dump(mode="json"), "tasks": rows}
     if args.out is not None:
@@ -88,16 +132,43 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if any(not r["judged"] for r in rows):
         console.print(rows[-1]["reason"], style="yellow", markup=False, highlight=False)
         return EXIT_NOT_JUDGED
-    if all(r["accepted"] for r in rows):
-        worst = max(rows, key=lambda r: r["grader_seconds"])
+    if not all(r["accepted"] for r in rows):
+        return EXIT_PROBLEM
+    slowest = max(rows, key=lambda r: (r["checked_seconds"], r["kernel_mul_adds"]))
+    setup = sum(r["setup_seconds"] for r in rows)
+    console.print(
+        f"Slowest measured: {slowest['task']} ({slowest['kernel_mul_adds']:,} mul-adds) took "
+        f"{slowest['checked_seconds']:.1f} s within the time limit and {slowest['peak_memory_mb']} MiB; "
+        f"the one-off set-up (self-test, judge, cache entries) took {setup:.1f} s and is not counted. "
+        "Set timeout_s and memory_mb with headroom above the largest task you grade "
+        "(docs/operations.md, Calibration).",
+        highlight=False,
+    )
+    fit = fit_rate([(r["kernel_mul_adds"], r["checked_seconds"]) for r in rows])
+    console.print(
+        f"Fit over {fit.n_tasks} task(s): {fit.intercept_s:.2f} s + {fit.seconds_per_mul_add * 1e6:.3g} µs "
+        "per Int multiply-add (an extrapolation past the largest task measured).",
+        highlight=False,
+    )
+    if args.timeouts_out is not None:
+        # The grid's tasks and every measured one. A hard task not measured keeps the fixed
+        # timeout_s: a limit extrapolated from the brute-force rate would let brute force fit it,
+        # which is what the hard split is built to rule out (docs/dataset.md).
+        measured = {r["task"] for r in rows}
+        every = [r for r in load_tasks(args.tasks_dir) if in_split(r.split, "all") or r.id in measured]
+        limits = timeouts_for([(r.id, r.kernel_mul_adds) for r in every], fit, args.headroom, args.floor_s)
+        out = TimeoutsFile(
+            toolchain=found.version, fit=fit, headroom=args.headroom, floor_s=args.floor_s, timeouts=limits
+        )
+        args.timeouts_out.write_text(out.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        longest = max(every, key=lambda r: (limits[r.id], r.id))
         console.print(
-            f"Largest: {worst['task']} took {worst['grader_seconds']:.1f} s and "
-            f"{worst['peak_memory_mb']} MiB. Set timeout_s and memory_mb with headroom above the "
-            "largest task you grade (docs/operations.md, Calibration).",
+            f"wrote {args.timeouts_out}: a timeout_s for {len(every)} tasks (the grid and those measured) "
+            f"(longest {longest.id}: {format_duration(limits[longest.id])}); use it with "
+            f"--env.taskset.task.timeouts {args.timeouts_out}",
             highlight=False,
         )
-        return EXIT_OK
-    return EXIT_PROBLEM
+    return EXIT_OK
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -109,5 +180,25 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     add_task_flags(p, "which tasks (default: all)")
     p.add_argument("--out", type=Path, default=None, help="write the measurements as JSON here")
+    p.add_argument(
+        "--timeouts-out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="fit the seconds per multiply-add and write a timeout_s here for every task of the grid "
+        "and every task measured (read by --env.taskset.task.timeouts)",
+    )
+    p.add_argument(
+        "--headroom",
+        type=float,
+        default=DEFAULT_HEADROOM,
+        help=f"each limit is the fitted time times this (default: {DEFAULT_HEADROOM:g})",
+    )
+    p.add_argument(
+        "--floor-s",
+        type=float,
+        default=DEFAULT_FLOOR_S,
+        help=f"no limit below this many seconds (default: {DEFAULT_FLOOR_S:g})",
+    )
     add_grader_flags(p)
     p.set_defaults(handler=cmd_calibrate)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from lean_mod_add_proof.dataset.tasks import TaskRecord, TaskSetError
+from lean_mod_add_proof.dataset.tasks import TaskRecord, TaskSetError, in_split
 from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings, flag_name
 
 #: The smallest `--max-p` vf-eval accepts (`LeanTasksetConfig.max_p`'s bound).
@@ -87,7 +87,7 @@ def select_tasks(records: list[TaskRecord], split: str, max_p: int | None) -> li
     if max_p is not None:
         if max_p < MIN_MAX_P:
             raise TaskSetError(f"--max-p {max_p}: must be at least {MIN_MAX_P}")
-        ps = sorted({r.p for r in records if split == "all" or r.split == split})
+        ps = sorted({r.p for r in records if in_split(r.split, split)})
         if ps and not any(p <= max_p for p in ps):
             which = "" if split == "all" else f"{split} "
             raise TaskSetError(

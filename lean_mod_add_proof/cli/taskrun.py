@@ -9,11 +9,17 @@ from typing import Any
 
 from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_USAGE
 from lean_mod_add_proof.cli.settings import config_from_args, select_tasks
-from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
+from lean_mod_add_proof.dataset.tasks import (
+    DEFAULT_TASKS_DIR,
+    SPLIT_CHOICES,
+    TaskRecord,
+    TaskSetError,
+    load_tasks,
+)
 
 
 def add_task_flags(parser: argparse.ArgumentParser, split_help: str) -> None:
-    parser.add_argument("--split", choices=("train", "eval", "all"), default="all", help=split_help)
+    parser.add_argument("--split", choices=SPLIT_CHOICES, default="all", help=split_help)
     parser.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
     parser.add_argument(
         "--task", action="append", default=[], metavar="ID", help="only this task (repeatable)"

@@ -11,7 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, TaskRecord, TaskSetError, load_tasks
+from lean_mod_add_proof.dataset.cost import (
+    PUBLISHED_RATE_S,
+    PUBLISHED_RATE_SOURCE,
+    brute_force_estimate_s,
+    format_range,
+)
+from lean_mod_add_proof.dataset.tasks import (
+    DEFAULT_TASKS_DIR,
+    SPLIT_CHOICES,
+    TaskRecord,
+    TaskSetError,
+    in_split,
+    load_tasks,
+)
 
 #: The split `vf-eval lean-mod-add-proof` loads when none is given (`LeanTasksetConfig.split`'s
 #: default, spelt out here so the CLI does not import verifiers; a test keeps the two equal).
@@ -76,19 +89,77 @@ def _tiktoken(encoding: str, offline: bool) -> Tokenizer:
     return Tokenizer(f"tiktoken {encoding}", lambda text: len(enc.encode(text, disallowed_special=())), True)
 
 
+#: How long `hf:` waits to learn whether the Hub can be reached before giving up on a download.
+HUB_PROBE_TIMEOUT_S = 3.0
+
+
+def _hub_reachable() -> bool:
+    """Whether a TCP connection to the Hugging Face endpoint opens within HUB_PROBE_TIMEOUT_S.
+    Checked before any download, because the Hub clients retry for about 48 s offline."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    url = urlsplit(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        port = url.port or (80 if url.scheme == "http" else 443)
+        with socket.create_connection((url.hostname or "", port), timeout=HUB_PROBE_TIMEOUT_S):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _hub_cached_file(name: str, filename: str) -> str | None:
+    """`filename` of model `name` from the Hugging Face cache, without any network access."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        found = try_to_load_from_cache(name, filename)
+    except Exception:  # a malformed name: the download below says what is wrong with it
+        return None
+    return found if isinstance(found, str) else None
+
+
+def _offline(name: str) -> TokenizerUnavailable:
+    return TokenizerUnavailable(
+        f"Hugging Face tokenizer {name!r} is not on disk and the Hub cannot be reached (offline?): "
+        "run once online, or pass hf:<path to its tokenizer.json>"
+    )
+
+
 def _huggingface(name: str) -> Tokenizer:
     """A tokenizer.json file (with `tokenizers`), else a model name or directory (with
-    `transformers` if installed, else `tokenizers`); a name not cached may be downloaded."""
+    `transformers` if installed, else `tokenizers`). A name not on disk is downloaded, but only
+    after the Hub answers, so an offline machine gets a clear error at once instead of retries."""
     try:
         if Path(name).is_file() or importlib.util.find_spec("transformers") is None:
             from tokenizers import Tokenizer as RawTokenizer
 
-            raw = RawTokenizer.from_file(name) if Path(name).is_file() else RawTokenizer.from_pretrained(name)
+            if Path(name).is_file():
+                raw = RawTokenizer.from_file(name)
+            elif cached := _hub_cached_file(name, "tokenizer.json"):
+                raw = RawTokenizer.from_file(cached)
+            elif not _hub_reachable():
+                raise _offline(name)
+            else:
+                raw = RawTokenizer.from_pretrained(name)
             return Tokenizer(name, lambda text: len(raw.encode(text, add_special_tokens=False).ids), True)
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(name)
+        try:
+            tok = AutoTokenizer.from_pretrained(name, local_files_only=True)
+        except Exception:
+            if Path(name).is_dir():  # a local directory: its own error says what is missing
+                raise
+            if not _hub_reachable():
+                raise _offline(name) from None
+            tok = AutoTokenizer.from_pretrained(name)
         return Tokenizer(name, lambda text: len(tok.encode(text, add_special_tokens=False)), True)
+    except TokenizerUnavailable:
+        raise
     except ImportError:
         raise TokenizerUnavailable("neither transformers nor tokenizers is installed") from None
     except Exception as exc:
@@ -141,7 +212,7 @@ def _tasks_dir_arg(parser: argparse.ArgumentParser) -> None:
 
 def select(records: list[TaskRecord], split: str, max_p: int | None) -> list[TaskRecord]:
     """The same filter the taskset applies (`--env.taskset.split`, `--env.taskset.max-p`)."""
-    return [r for r in records if (split == "all" or r.split == split) and (max_p is None or r.p <= max_p)]
+    return [r for r in records if in_split(r.split, split) and (max_p is None or r.p <= max_p)]
 
 
 def _find(task_id: str, tasks_dir: Path) -> TaskRecord:
@@ -166,9 +237,19 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     elif args.sort == "prompt-tokens":
         records = sorted(records, key=lambda r: (tokens[r.id], r.id))
     if args.json:
-        rows = [{**r.to_json(), "prompt_tokens": tokens[r.id], "tokenizer": tokenizer.name} for r in records]
+        rows = [
+            {
+                **r.to_json(),
+                "prompt_tokens": tokens[r.id],
+                "tokenizer": tokenizer.name,
+                "brute_force_estimate_s": list(brute_force_estimate_s(r.kernel_mul_adds)),
+                "brute_force_estimate_source": PUBLISHED_RATE_SOURCE,
+            }
+            for r in records
+        ]
         print(json.dumps(rows, indent=2))
         return 0
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -183,27 +264,58 @@ def cmd_tasks(args: argparse.Namespace) -> int:
             f"largest prompt {approx}{max(tokens.values()):,} tokens: a sequence length must hold it "
             "plus the completion budget"
         )
-    if args.split != "all":
-        notes.append(f"showing the {args.split} split; `--split all` lists every task")
-    table = Table(
-        title=f"{len(records)} task(s) in {args.tasks_dir} (split={args.split}, max_p={args.max_p})",
-        caption="\n".join(notes),
+    low_us, high_us = (rate * 1e6 for rate in PUBLISHED_RATE_S)
+    notes.append(
+        f"brute force (est.): kernel mul-adds × {low_us:g}–{high_us:g} µs each ({PUBLISHED_RATE_SOURCE}); "
+        "`calibrate` measures yours"
     )
-    columns = ("id", "p", "H", "seed", "split", "train fraction", "margin", "kernel mul-adds")
-    for column in (*columns, "prompt tokens"):
-        table.add_column(column, justify="left" if column in ("id", "split") else "right")
-    for r in records:
-        table.add_row(
-            r.id,
-            str(r.p),
-            str(r.hidden),
-            str(r.seed),
-            r.split,
-            f"{r.train_fraction:g}",
-            f"{r.min_margin:,}",
-            f"{r.kernel_mul_adds:,}",
-            f"{approx}{tokens[r.id]:,}",
+    if args.split != "all":
+        notes.append(
+            f"showing the {args.split} split; `--split all` lists train + eval, `--split hard` the rest"
         )
+    where = f"split={args.split}" + ("" if args.max_p is None else f", max_p={args.max_p}")
+    # A light box and short headers so that the rows fit 80 columns (`tasks | cat`); no cell wraps
+    # or shortens, the ids least of all: other commands take them (`prompt ID`, `--task ID`).
+    table = Table(
+        title=f"{len(records)} task(s) in {args.tasks_dir} ({where})",
+        caption="\n".join(notes),
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
+    )
+    # No seed column: the id ends with it (`_s<seed>`), and --json has it.
+    headers = (
+        "id",
+        "p",
+        "H",
+        "split",
+        "train frac",
+        "margin",
+        "kernel mul-adds",
+        "brute force (est.)",
+        "prompt tokens",
+    )
+    rows = []
+    for r in records:
+        low, high = brute_force_estimate_s(r.kernel_mul_adds)
+        rows.append(
+            (
+                r.id,
+                str(r.p),
+                str(r.hidden),
+                r.split,
+                f"{r.train_fraction:g}",
+                f"{r.min_margin:,}",
+                f"{r.kernel_mul_adds:,}",
+                format_range(low, high),
+                f"{approx}{tokens[r.id]:,}",
+            )
+        )
+    for i, header in enumerate(headers):  # a header may wrap; a cell never does
+        widest = max((len(row[i]) for row in rows), default=1)
+        table.add_column(header, justify="left" if header in ("id", "split") else "right", min_width=widest)
+    for row in rows:
+        table.add_row(*row)
     Console().print(table)
     return 0
 
@@ -252,9 +364,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("tasks", help="list the tasks of a task set")
     p.add_argument(
         "--split",
-        choices=("train", "eval", "all"),
+        choices=SPLIT_CHOICES,
         default=DEFAULT_SPLIT,
-        help=f"which split (default: {DEFAULT_SPLIT}, as in vf-eval; `all` lists every task)",
+        help=f"which split (default: {DEFAULT_SPLIT}, as in vf-eval; `all` is train + eval, the seed's "
+        "grid; `hard` is p > 23, beyond brute force by the estimate)",
     )
     p.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
     _tasks_dir_arg(p)

@@ -28,7 +28,7 @@ from lean_mod_add_proof.dataset.network import WEIGHT_BOUND, kernel_mul_adds, ve
 from lean_mod_add_proof.dataset.tasks import (
     TaskRecord,
     sha256_text,
-    split_for_seed,
+    split_for,
     task_id,
     weights_path,
 )
@@ -140,7 +140,7 @@ def build_task(net: TrainedNetwork) -> tuple[TaskRecord, str] | str:
         p=net.p,
         hidden=net.hidden,
         seed=net.seed,
-        split=split_for_seed(net.seed),
+        split=split_for(net.p, net.seed),
         train_fraction=net.train_fraction,
         theorem=theorem_name(net.p),
         weights_sha256=sha256_text(text),

@@ -1,10 +1,10 @@
 """Rebuild the committed task set from scratch, or check that it rebuilds byte for byte.
 
-`python -m lean_mod_add_proof.dataset.rebuild OUT_DIR` trains the whole grid into a temporary
-directory and generates OUT_DIR from it. `--check OUT_DIR` generates into a scratch directory
-instead and compares the generated files (tasks.jsonl and every task folder) with OUT_DIR; it
-exits 1 and lists the differing files if anything differs, so a committed set that no longer
-matches its recipe is caught.
+`python -m lean_mod_add_proof.dataset.rebuild OUT_DIR` trains the whole grid (the seed's grid and
+the hard split) into a temporary directory and generates OUT_DIR from it. `--check OUT_DIR`
+generates into a scratch directory instead and compares the generated files (tasks.jsonl and
+every task folder) with OUT_DIR; it exits 1 and lists the differing files if anything differs,
+so a committed set that no longer matches its recipe is caught.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lean_mod_add_proof.dataset.generator import TASK_DIR_RE, NpzError, generate
-from lean_mod_add_proof.dataset.trainer import grid, summary_table, train_grid
+from lean_mod_add_proof.dataset.trainer import grid, hard_grid, summary_table, train_grid
 
 
 def generated_files(tasks_dir: Path) -> dict[str, bytes]:
@@ -55,7 +55,7 @@ def build(out_dir: Path, workers: int) -> int:
     console = Console()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lean-mod-add-runs-") as runs_dir:
-        results = train_grid(grid(), Path(runs_dir), workers=workers)
+        results = train_grid(grid() + hard_grid(), Path(runs_dir), workers=workers)
         console.print(summary_table(results))
         paths = sorted(Path(runs_dir).glob("*.npz"))
         try:

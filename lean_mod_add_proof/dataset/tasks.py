@@ -15,7 +15,13 @@ DEFAULT_TASKS_DIR = Path(__file__).resolve().parent.parent / "tasks"
 #: The network definition every task imports, shipped inside the package.
 NETWORK_LEAN_PATH = Path(__file__).resolve().parent.parent / "Network.lean"
 
-Split = Literal["train", "eval"]
+Split = Literal["train", "eval", "hard"]
+#: What `split = all` selects: the seed's grid (train + eval); the hard split is asked for by name.
+ALL_SPLITS: tuple[Split, ...] = ("train", "eval")
+#: What a `--split` flag accepts.
+SPLIT_CHOICES: tuple[str, ...] = ("train", "eval", "hard", "all")
+#: Primes above this are the hard split (the grid's largest prime; trainer.GRID_P).
+GRID_MAX_P = 23
 
 
 class TaskSetError(ValueError):
@@ -44,9 +50,17 @@ class TaskRecord:
         return asdict(self)
 
 
-def split_for_seed(seed: int) -> Split:
-    """Seeds 0 and 1 are training tasks; seed 2 is held out for evaluation."""
+def split_for(p: int, seed: int) -> Split:
+    """p above the grid's primes is the hard split; in the grid, seeds 0 and 1 are training tasks
+    and seed 2 is held out for evaluation."""
+    if p > GRID_MAX_P:
+        return "hard"
     return "eval" if seed == 2 else "train"
+
+
+def in_split(record_split: str, split: str) -> bool:
+    """Whether a task of `record_split` is selected by `split` (`all` is train + eval only)."""
+    return record_split in ALL_SPLITS if split == "all" else record_split == split
 
 
 def task_id(p: int, hidden: int, seed: int) -> str:
@@ -69,8 +83,10 @@ def _record_from_row(row: dict[str, Any], where: str) -> TaskRecord:
     record = TaskRecord(**{name: row[name] for name in fields})
     if record.theorem != theorem_name(record.p):
         raise TaskSetError(f"{where}: theorem {record.theorem!r} is not {theorem_name(record.p)!r}")
-    if record.split != split_for_seed(record.seed):
-        raise TaskSetError(f"{where}: split {record.split!r} does not match seed {record.seed}")
+    if record.split != split_for(record.p, record.seed):
+        raise TaskSetError(
+            f"{where}: split {record.split!r} does not match p {record.p} and seed {record.seed}"
+        )
     return record
 
 

@@ -24,23 +24,37 @@ import numpy as np
 
 from lean_mod_add_proof.dataset import portable_math
 from lean_mod_add_proof.dataset.network import WEIGHT_BOUND, evaluate_all, targets, verify
+from lean_mod_add_proof.dataset.tasks import GRID_MAX_P
 
 #: The grid of the committed task set.
 GRID_P: tuple[int, ...] = (5, 7, 11, 13, 17, 19, 23)
 GRID_H: tuple[int, ...] = (8, 16, 32)
 GRID_SEEDS: tuple[int, ...] = (0, 1, 2)
+#: The hard split (issue 28): primes above the grid's, so that brute force needs
+#: 2 p^3 H >= 4,000,000 Int multiply-adds (41: 4.41 M, 43: 5.09 M, 47: 6.64 M at H = 32), with
+#: prompts still under about 48k tokens. Four seeds each; all trained on every pair.
+HARD_P: tuple[int, ...] = (41, 43, 47)
+HARD_H: tuple[int, ...] = (32,)
+HARD_SEEDS: tuple[int, ...] = (0, 1, 2, 3)
 
 FULL = 1.0
 PARTIAL = 0.9
 
 
+def is_hard(p: int) -> bool:
+    """A run of the hard split: p above every prime of the seed's grid."""
+    return p > GRID_MAX_P
+
+
 def train_fraction_for(p: int, hidden: int, seed: int) -> float:
-    """The 0.9 rule: every 32-neuron run with p >= 7 trains on 90% of the pairs (18 of 63 runs,
-    three seeds for each of the six primes 7..23) and must generalise to the held-out 10%.
+    """The 0.9 rule: every 32-neuron run of the grid with p >= 7 trains on 90% of the pairs (18
+    of 63 runs, three seeds for each of the six primes 7..23) and must generalise to the
+    held-out 10%.
 
     p = 5 is left out because only 2-3 of its 25 pairs would be held out, too few for
-    generalisation to mean anything (it also never generalised in the recipes tried)."""
-    return PARTIAL if hidden == 32 and p >= 7 else FULL
+    generalisation to mean anything (it also never generalised in the recipes tried). Hard runs
+    train on every pair: their point is the checking cost, not generalisation."""
+    return PARTIAL if hidden == 32 and 7 <= p and not is_hard(p) else FULL
 
 
 def n_train_pairs_for(p: int, fraction: float) -> int:
@@ -74,10 +88,16 @@ class Recipe:
     init_scale: float = 0.5  # weights start uniform in [-init_scale, init_scale]
 
 
+#: Steps of a hard run.
+HARD_STEPS = 1000
+
+
 def recipe_for(p: int, hidden: int, fraction: float) -> Recipe:
-    """The recipe used for a run: plain for full data, a grokking recipe for 90% runs."""
+    """The recipe used for a run: plain for full data, a grokking recipe for 90% runs, and a
+    shorter plain run for the hard split (1000 steps already reach an exact network there, and
+    each step costs p^3 H: see docs/dataset.md for the figures)."""
     if fraction == FULL:
-        return Recipe()
+        return Recipe(steps=HARD_STEPS) if is_hard(p) else Recipe()
     # Grokking recipe: MSE on one-hot targets (Gromov's loss for quadratic activations) with
     # strong decoupled weight decay, which pulls the network from memorising the training pairs
     # to the general (Fourier) solution.
@@ -257,6 +277,11 @@ def grid(
     ps: Iterable[int] = GRID_P, hs: Iterable[int] = GRID_H, seeds: Iterable[int] = GRID_SEEDS
 ) -> list[tuple[int, int, int]]:
     return [(p, h, s) for p in ps for h in hs for s in seeds]
+
+
+def hard_grid() -> list[tuple[int, int, int]]:
+    """The runs of the hard split."""
+    return grid(HARD_P, HARD_H, HARD_SEEDS)
 
 
 def _job(args: tuple[int, int, int]) -> RunResult:

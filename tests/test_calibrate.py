@@ -1,0 +1,131 @@
+"""`calibrate` with the toolchain double: the one-off set-up is kept out of the fit, the smallest
+task is not called the largest, and `--timeouts-out` writes a file the taskset reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import DOUBLE_DIR, make_task_set
+
+from lean_mod_add_proof.cli import main
+from lean_mod_add_proof.dataset.cost import read_timeouts
+from lean_mod_add_proof.grading import selftest
+from lean_mod_add_proof.taskset import LeanModAddProofTaskset, LeanTaskConfig, LeanTasksetConfig
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the default cache dir lives under it
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
+    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOOLCHAIN", raising=False)
+    selftest.forget()
+
+
+def calibrate(tmp_path: Path, tasks_dir: Path, *extra: str) -> int:
+    return main(
+        [
+            "calibrate",
+            "--tasks-dir",
+            str(tasks_dir),
+            "--toolchain-dir",
+            str(DOUBLE_DIR),
+            "--sandbox",
+            "off",
+            "--work-root",
+            str(tmp_path / "w"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            *extra,
+        ]
+    )
+
+
+def test_calibrate_writes_timeouts_the_taskset_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0), (7, 16, 1), (29, 2, 0)))
+    out, limits_path = tmp_path / "timings.json", tmp_path / "timeouts.json"
+    # Measure the two small tasks only; the file still covers every task of the set.
+    code = calibrate(
+        tmp_path, tasks_dir, "--split", "all", "--out", str(out), "--timeouts-out", str(limits_path)
+    )
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 0, printed
+    rows = json.loads(out.read_text())["tasks"]
+    assert [r["task"] for r in rows] == ["p05_h08_s0", "p07_h16_s1"]  # smallest kernel work first
+    for row in rows:
+        # The self-test ran in the set-up, before the measured grade, and is not in it.
+        assert row["setup_seconds"] > 0 and row["accepted"]
+        assert row["stage_seconds"].get("toolchain", 0.0) < row["setup_seconds"]
+        assert row["checked_seconds"] <= row["grader_seconds"]
+    assert "Largest" not in printed and "Slowest measured:" in printed and "not counted" in printed
+    assert "p05_h08_s0 2,000 accepted" in printed and "…" not in printed  # whole at 80 columns
+    limits = read_timeouts(limits_path)
+    # The grid's tasks, not the unmeasured hard one: it keeps the fixed timeout_s.
+    assert set(limits) == {"p05_h08_s0", "p07_h16_s1"}
+    assert all(s >= 60.0 for s in limits.values())  # the default floor
+    assert f"--env.taskset.task.timeouts {limits_path}" in printed
+
+    # The taskset reads it: each listed task gets its own limit, in its config and its prompt.
+    for split in ("all", "hard"):
+        config = LeanTasksetConfig(
+            id="lean-mod-add-proof",
+            tasks_dir=tasks_dir,
+            split=split,
+            task=LeanTaskConfig(timeout_s=1234, timeouts=limits_path),
+        )
+        for task in LeanModAddProofTaskset(config).load():
+            expected = limits.get(task.data.id, 1234)
+            assert task.config.timeout_s == expected and f"{expected:g} seconds" in task.data.prompt
+            assert (task.data.id in limits) == (split == "all")
+
+    # Measuring a hard task on purpose gives it a limit too.
+    assert calibrate(tmp_path, tasks_dir, "--split", "hard", "--timeouts-out", str(limits_path)) == 0
+    assert set(read_timeouts(limits_path)) == {"p05_h08_s0", "p07_h16_s1", "p29_h02_s0"}
+    capsys.readouterr()
+
+
+def test_calibrate_headroom_and_floor_shape_the_limits(tmp_path: Path, capsys) -> None:
+    tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0), (7, 16, 1)))
+    path = tmp_path / "timeouts.json"
+    flags = ("--split", "all", "--timeouts-out", str(path))
+    assert calibrate(tmp_path, tasks_dir, *flags, "--floor-s", "1", "--headroom", "1000") == 0
+    data = json.loads(path.read_text())
+    fit, limits = data["fit"], data["timeouts"]
+    assert data["headroom"] == 1000 and data["floor_s"] == 1
+    for tid, mul_adds in (("p05_h08_s0", 2 * 5**3 * 8), ("p07_h16_s1", 2 * 7**3 * 16)):
+        predicted = fit["intercept_s"] + fit["seconds_per_mul_add"] * mul_adds
+        assert limits[tid] == max(1.0, float(-(-1000 * predicted // 1)))
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("flag", ["--headroom", "--floor-s"])
+def test_calibrate_refuses_a_non_positive_factor(tmp_path: Path, capsys, flag: str) -> None:
+    tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0),))
+    assert calibrate(tmp_path, tasks_dir, flag, "0") == 2
+    assert f"{flag} 0: must be above 0" in capsys.readouterr().out
+
+
+def test_vf_eval_takes_the_hard_split_and_a_timeouts_file(tmp_path: Path) -> None:
+    import subprocess
+
+    from test_e2e import child_env, vf_eval
+
+    limits = tmp_path / "timeouts.json"
+    fit = {"intercept_s": 1.0, "seconds_per_mul_add": 1e-4, "n_tasks": 2}
+    doc = {"toolchain": "t", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": {"p41_h32_s0": 900.0}}
+    limits.write_text(json.dumps(doc), encoding="utf-8")
+    out_dir = tmp_path / "runs"
+    argv = [vf_eval(), "lean-mod-add-proof", "--dry-run", "-n", "1", "--no-push", "-o", str(out_dir)]
+    argv += ["--env.taskset.split", "hard", "--env.taskset.task.timeouts", str(limits)]
+    done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (resolved,) = out_dir.glob("**/configs/resolved/eval.json")
+    taskset = json.loads(resolved.read_text())["env"]["taskset"]
+    assert taskset["split"] == "hard" and taskset["task"]["timeouts"] == str(limits.resolve())
+    # A file that is not a timeouts file stops vf-eval before anything runs, naming the setting.
+    limits.write_text("{", encoding="utf-8")
+    done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode != 0 and "timeouts" in done.stderr + done.stdout
