@@ -40,7 +40,12 @@ from pydantic import BaseModel
 
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
-from lean_mod_add_proof.grading.export_text import append_line, drop_constant, retype_constant
+from lean_mod_add_proof.grading.export_text import (
+    append_line,
+    drop_constant,
+    require_constant,
+    retype_constant,
+)
 from lean_mod_add_proof.grading.judge_source import judge_text
 from lean_mod_add_proof.grading.lean_names import (
     SPEC_CONSTANT,
@@ -54,7 +59,7 @@ from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-3"
+GRADER_VERSION = "judge-4"
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
@@ -64,6 +69,7 @@ INIT_MARKER = "lean-mod-add-proof-init-marker"
 _SIG = theorem_signature(SELFTEST_P)
 _HEADER = f"import {WEIGHTS_MODULE}\n\n"
 _REFERENCE_BODY = reference_submission(SELFTEST_P).removeprefix(_HEADER)
+SHIFT_BOMB = "LeanCheckedNetwork.Net.shift_bomb"
 
 
 #: The routes a canary can run on (`route_key`): the replay judge reading the export or the
@@ -140,13 +146,25 @@ CANARIES: tuple[Canary, ...] = (
         # ordinary replay rejection. Not evaluated while building (skipKernelTC), so it is the
         # judge's replay that meets it; a toolchain that evaluates it while building rejects it
         # there, which is as good.
-        f"{_HEADER}theorem LeanCheckedNetwork.Net.shift_bomb : Nat.shiftLeft 1 4294967296 = 0 := by\n"
-        f"  decide +kernel\n\n{_REFERENCE_BODY}"
-        "-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n",
+        # `leanexport` writes only the theorem's closure through types and values (`dumpConstant`,
+        # src/LeanExport/Basic.lean), so the theorem must use the bomb: the tactic `have` becomes
+        # a `let` whose value is kept even when unused (`elabLetDeclAux`, `usedOnly := false`,
+        # src/Lean/Elab/Binders.lean), and `clear` only narrows the goal's context (a new goal
+        # assigned to the old one, src/Lean/Meta/Tactic/Clear.lean), so no later tactic sees it.
+        f"{_HEADER}-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n"
+        "theorem LeanCheckedNetwork.Net.shift_bomb : Nat.shiftLeft 1 4294967296 = 0 := by\n"
+        f"  decide +kernel\n\n"
+        + _REFERENCE_BODY.replace(
+            "  intro a ha\n",
+            f"  have _bomb := {SHIFT_BOMB}\n  clear _bomb\n  intro a ha\n",
+            1,
+        ),
         "leanchecker",
         "kernel",
         also_fine=("build",),
         per_route={"comparator": COMPARATOR_REJECTS},
+        # Fails closed (ExportEditError) when the export lacks the bomb: a canary testing nothing.
+        export_edit=functools.partial(require_constant, name=SHIFT_BOMB),
     ),
     Canary(
         "a declared axiom",
