@@ -744,3 +744,43 @@ def test_the_double_lists_its_export_tools() -> None:
         assert os.access(DOUBLE_DIR / "bin" / tool, os.X_OK)
     for module in ("LeanExport/Parse", "LeanExport/Basic", "LeanExport/Json", "LeanExport"):
         assert (DOUBLE_DIR / "lib" / "lean" / f"{module}.olean").is_file()
+
+
+# ---- a directive belongs to the declaration written after it -------------------------------
+
+_UNUSED = "theorem LeanCheckedNetwork.Net.unused_fact : True := trivial\n"
+_BEFORE_UNUSED = "-- double: judge replay-fail (kernel) boom\n" + _UNUSED
+
+
+def test_a_directive_on_an_unused_declaration_is_not_exported(tmp_path: Path) -> None:
+    # leanexport writes only the theorem's closure (`dumpConstant`, src/LeanExport/Basic.lean),
+    # so a declaration the theorem never uses, and its directive, are not in the export.
+    pkg = build(tmp_path, submission() + "\n" + _BEFORE_UNUSED)
+    text = exported(pkg)
+    consts = read_export(text)["consts"]
+    assert "LeanCheckedNetwork.Net.unused_fact" not in consts
+    assert "_double.judgeDirectives" not in consts
+    assert judged(tmp_path, pkg, text)["verdict"] == "ok"
+    # The olean holds every declaration: there the directive always takes effect.
+    v = verdict_of(run_judge(verdict_dir(tmp_path, pkg, None), ("--olean", "submission/Submission.olean")))
+    assert (v["verdict"], v["reason"]) == ("replay", "the kernel rejected the submission: (kernel) boom")
+
+
+def test_a_directive_on_a_used_declaration_is_exported(tmp_path: Path) -> None:
+    row = row_lemma_name(P, 1)
+    text = submission().replace(
+        f"set_option maxHeartbeats 0 in\ntheorem {row} ",
+        f"-- double: judge replay-fail (kernel) boom\nset_option maxHeartbeats 0 in\ntheorem {row} ",
+    )
+    assert "judge replay-fail" in text
+    pkg = build(tmp_path, text)
+    v = judged(tmp_path, pkg, exported(pkg))
+    assert (v["verdict"], v["reason"]) == ("replay", "the kernel rejected the submission: (kernel) boom")
+
+
+def test_exporting_everything_carries_every_directive(tmp_path: Path) -> None:
+    pkg = build(tmp_path, submission() + "\n" + _BEFORE_UNUSED)
+    done = leanexport(pkg, "LeanCheckedNetwork.Submission")
+    assert done.returncode == 0, done.stderr
+    consts = read_export(done.stdout.decode("utf-8"))["consts"]
+    assert consts["_double.judgeDirectives"]["value"] == ("strVal", "replay-fail (kernel) boom")
