@@ -248,10 +248,34 @@ CANARIES: tuple[Canary, ...] = (
 )
 
 
+#: The belief about Lean each canary tests, so that a failed canary in a report from a real
+#: machine names the belief that was wrong (`lean-check`'s report).
+BELIEFS: Mapping[str, str] = {
+    "reference proof": "an honest per-row `decide +kernel` proof builds, exports and replays",
+    "a sorry proof": "`sorry` elaborates to the axiom `sorryAx`, which the judge finds",
+    "a theorem stated as True": "the judge compares the theorem's type with the trusted Spec",
+    "skipKernelTC over a false decide": "the judge's replay re-checks what the build skipped",
+    "an oversized shift in the replay": "the theorem's closure holds the bomb, and rc2's kernel "
+    "refuses an oversized Nat.shiftLeft with an exception (lean4 #14849)",
+    "a declared axiom": "a declared axiom the theorem uses is reported by the judge",
+    "an import of a module the build made": "the olean judge refuses a module it does not trust; "
+    "the export holds only the closure, so there it changes nothing",
+    "an initializer": "no `initialize` code runs while the verdict is reached",
+    "a build over a small memory cap": "the build's memory cap is enforced and is a verdict",
+    "an export that redefines Spec": "a constant named Spec in the export must equal the trusted one",
+    "an export missing a dependency": "the replay refuses a constant whose dependency is absent",
+    "an export whose theorem's type is not what its value proves": "the replay type-checks each "
+    "constant's value against its stated type",
+    "a malformed export": "the judge's export reader (LeanExport.parseStream) refuses an unknown line",
+}
+
+
 class CanaryOutcome(BaseModel):
     """What one canary got, for the report and `doctor --selftest`."""
 
     name: str
+    belief: str = ""
+    """What about Lean it tests (`BELIEFS`)."""
     expected: str
     got: str
     passed: bool
@@ -337,6 +361,7 @@ async def run_selftest(
             outcomes.append(
                 CanaryOutcome(
                     name=c.name,
+                    belief=BELIEFS.get(c.name, ""),
                     expected=_expected(c),
                     got=_got(res),
                     passed=problem is None,
