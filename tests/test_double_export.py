@@ -784,3 +784,29 @@ def test_exporting_everything_carries_every_directive(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     consts = read_export(done.stdout.decode("utf-8"))["consts"]
     assert consts["_double.judgeDirectives"]["value"] == ("strVal", "replay-fail (kernel) boom")
+
+
+def test_the_shift_canary_exports_its_bomb_and_an_unused_bomb_is_not_exported(tmp_path: Path) -> None:
+    # The self-test's shift canary (p = 3 there) made for this module's p: its theorem uses the
+    # bomb, so the bomb, its directive and a replay rejection travel; the old text (the bomb
+    # unused) exported neither, and its export-route canary accepted.
+    from lean_mod_add_proof.grading.export_text import ExportEditError, require_constant
+    from lean_mod_add_proof.grading.selftest import SHIFT_BOMB
+
+    bomb = (
+        "-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n"
+        f"theorem {SHIFT_BOMB} : Nat.shiftLeft 1 4294967296 = 0 := by\n  decide +kernel\n\n"
+    )
+    header = reference_submission(P).split("\n\n", 1)[0] + "\n\n"
+    unused = header + bomb + reference_submission(P).removeprefix(header)
+    used = unused.replace("  intro a ha\n", f"  have _bomb := {SHIFT_BOMB}\n  clear _bomb\n  intro a ha\n", 1)
+    assert used != unused
+    pkg = build(tmp_path, used, name="used")
+    text = exported(pkg)
+    assert require_constant(text, SHIFT_BOMB) == text
+    assert judged(tmp_path, pkg, text)["verdict"] == "replay"
+    pkg = build(tmp_path, unused, name="unused")
+    text = exported(pkg)
+    with pytest.raises(ExportEditError):
+        require_constant(text, SHIFT_BOMB)
+    assert judged(tmp_path, pkg, text)["verdict"] == "ok"
