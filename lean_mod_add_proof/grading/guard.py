@@ -210,11 +210,12 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from lean_mod_add_proof.grading.extract import as_lean_file
 from lean_mod_add_proof.grading.lean_names import ALLOWED_IMPORTS, REQUIRED_IMPORT
+from lean_mod_add_proof.grading.lexer import lex
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,13 @@ BANNED_WORDS: tuple[str, ...] = (
     # An alias a tactic configuration's literal could resolve to (rule 10).
     "renaming",
 )  # fmt: skip
+
+#: The seed's own forbidden words (the first group above): they match anywhere, comments and
+#: strings included, as the seed says ("on whole words anywhere in the file, comments
+#: included"). Every other banned word, part and rule is the project's and reads code only.
+SEED_BANNED_WORDS: tuple[str, ...] = BANNED_WORDS[: BANNED_WORDS.index("skipKernelTC")]
+#: The project's banned words: matched in code only (never in a comment or a string).
+CODE_BANNED_WORDS: tuple[str, ...] = BANNED_WORDS[len(SEED_BANNED_WORDS) :]
 
 #: Parts (lowercase) banned case-insensitively as a strict part of a longer name split at `_` and
 #: camelCase humps. Each is kept only for what a whole-word match would miss:
@@ -358,9 +366,14 @@ _BRACKET_RE = re.compile(r"[\[\]]")
 _OPTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*(?:\.[A-Za-z_][A-Za-z0-9_'!?]*)*")
 
 _WHOLE = frozenset(w for w in BANNED_WORDS if not w.startswith("#"))
+_SEED_WHOLE = frozenset(w for w in SEED_BANNED_WORDS if not w.startswith("#"))
+_SEED_HASH_RE = re.compile(
+    "|".join(rf"{re.escape(w)}(?![{_WORD_CHARS}])" for w in SEED_BANNED_WORDS if w.startswith("#"))
+)
 _PARTS = frozenset(BANNED_WORD_PARTS)
 _PART_SUBSTR_RE = re.compile("|".join(sorted(BANNED_WORD_PARTS, key=len, reverse=True)))
 _WHOLE_SUBSTR_RE = re.compile("|".join(re.escape(w) for w in sorted(_WHOLE, key=len, reverse=True)))
+_SEED_SUBSTR_RE = re.compile("|".join(re.escape(w) for w in sorted(_SEED_WHOLE, key=len, reverse=True)))
 _ATTR_OK = frozenset(ALLOWED_ATTRIBUTE_WORDS)
 _GRIND_OK = frozenset(GRIND_ATTRIBUTE_WORDS)
 _HASH_OK = frozenset(c[1:] for c in ALLOWED_HASH_COMMANDS)
@@ -382,7 +395,7 @@ _LC_RE = re.compile(r"(?<![A-Za-z_])lc[A-Z]")
 # match linear (nothing is retried).
 _WS = r"[ \t\n]*+"
 _NAME = r"[^\x00-\x20\x7f\"#$%&()*+,\-/:;<=>@\[\\\]^`{|}~⟨⟩⦃⦄«»]++"
-_NAMED_HEAD_RE = re.compile(rf"\({_WS}(?:(?P<lead>--|/-)|(?P<name>{_NAME}){_WS}(?:(?P<trail>--|/-)|:=))")
+_NAMED_HEAD_RE = re.compile(rf"\({_WS}(?P<name>{_NAME}){_WS}:=")
 _LITERAL = r"(?:true|false|[0-9]++)(?![A-Za-z0-9_'!?.])"
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+"
 _LITERAL_VALUE_RE = re.compile(rf"{_WS}{_LITERAL}{_WS}\)")
@@ -469,20 +482,26 @@ def _check_chars(text: str) -> GuardVerdict | None:
     bad = {
         ch
         for ch in set(text)
-        if ch in _BAD_ASCII
-        or ch in _ESCAPES
-        or (ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)
+        if ch in _BAD_ASCII or (ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)
     }
     if not bad:
         return None
     pos = min(text.find(ch) for ch in bad)
     ch = text[pos]
     line = _line_of(text, pos)
-    if ch in _ESCAPES:
-        return _fail(f"identifier escape '{ch}' on line {line} is not allowed", ch, line)
     if ch == "\x00":
         return _fail(f"NUL character on line {line}", ch, line)
     return _fail(f"forbidden character U+{ord(ch):04X} {_char_name(ch)} on line {line}", ch, line)
+
+
+def _check_escapes(code: str) -> GuardVerdict | None:
+    """`«»` in code (in a comment or a string they are inert)."""
+    positions = [p for p in (code.find("«"), code.find("»")) if p >= 0]
+    if not positions:
+        return None
+    pos = min(positions)
+    line = _line_of(code, pos)
+    return _fail(f"identifier escape '{code[pos]}' on line {line} is not allowed", code[pos], line)
 
 
 # --- rule 3: hash commands -----------------------------------------------------------------------
@@ -543,12 +562,13 @@ def _part_hits(joined: str) -> dict[str, str]:
     return hits
 
 
-def _digit_run_hits(joined: str) -> dict[str, str]:
+def _digit_run_hits(joined: str, patterns: tuple[tuple[re.Pattern[str], bool], ...]) -> dict[str, str]:
     """Runs starting with a digit: Lean may end a number literal inside them (`0xfsorry`), so any
-    banned word or part anywhere in them counts."""
+    banned word (or part) of `patterns` (each with whether it is matched case-insensitively)
+    anywhere in them counts."""
     hits: dict[str, str] = {}
     digit_runs = "\n".join(_DIGIT_LINE_RE.findall(joined))
-    for pattern, fold in ((_WHOLE_SUBSTR_RE, False), (_PART_SUBSTR_RE, True)):
+    for pattern, fold in patterns:
         haystack = digit_runs.lower() if fold else digit_runs
         pos = 0
         while (m := pattern.search(haystack, pos)) is not None:
@@ -560,19 +580,52 @@ def _digit_run_hits(joined: str) -> dict[str, str]:
     return hits
 
 
-def _check_words(text: str) -> GuardVerdict | None:
+def _banned_runs(text: str, seed_only: bool) -> dict[str, str]:
+    """Runs of `text` holding a banned word (run -> word): the seed's whole words, or all whole
+    words and parts."""
     runs = set(_RUN_RE.findall(text))
-    wanted: dict[str, str] = {word: word for word in runs & _WHOLE}  # run -> banned word
     joined = "\n".join(runs)  # each distinct run is examined once
-    for hits in (_part_hits(joined), _digit_run_hits(joined)):
+    if seed_only:
+        wanted = {word: word for word in runs & _SEED_WHOLE}
+        hit_sets = [_digit_run_hits(joined, ((_SEED_SUBSTR_RE, False),))]
+    else:
+        wanted = {word: word for word in runs & _WHOLE}
+        hit_sets = [
+            _part_hits(joined),
+            _digit_run_hits(joined, ((_WHOLE_SUBSTR_RE, False), (_PART_SUBSTR_RE, True))),
+        ]
+    for hits in hit_sets:
         for run, word in hits.items():
             wanted.setdefault(run, word)
-    if not wanted:
-        return None
+    return wanted
+
+
+def _word_verdict(text: str, wanted: dict[str, str], where_said: str) -> GuardVerdict:
     pos, word, run = _first_run(text, wanted)
     line = _line_of(text, pos)
-    where = "" if run == word else f" (in '{run[:80]}')"
-    return _fail(f"forbidden word '{word}'{where} on line {line}", word, line)
+    inside = "" if run == word else f" (in '{run[:80]}')"
+    return _fail(f"forbidden word '{word}'{inside} on line {line}{where_said}", word, line)
+
+
+def _check_seed_words(text: str) -> GuardVerdict | None:
+    """Rule 4a: the seed's words, anywhere (comments and strings included)."""
+    if (m := _SEED_HASH_RE.search(text)) is not None:
+        line = _line_of(text, m.start())
+        return _fail(
+            f"forbidden word '{m.group(0)}' on line {line} (forbidden anywhere, comments and strings included)",
+            m.group(0),
+            line,
+        )
+    if wanted := _banned_runs(text, seed_only=True):
+        return _word_verdict(text, wanted, " (forbidden anywhere, comments and strings included)")
+    return None
+
+
+def _check_words(code: str) -> GuardVerdict | None:
+    """Rule 4b: every banned word and part, in code (the seed's words were checked everywhere)."""
+    if wanted := _banned_runs(code, seed_only=False):
+        return _word_verdict(code, wanted, "")
+    return None
 
 
 # --- rule 5: `%` elaborators and `lc` constants --------------------------------------------------
@@ -789,15 +842,7 @@ def _literal_value_at(text: str, pos: int, name: str) -> bool:
 
 def _check_named_values(text: str) -> GuardVerdict | None:
     for m in _NAMED_HEAD_RE.finditer(text):
-        name = m.group("name") or ""
-        if m.group("lead") or m.group("trail"):
-            line = _line_of(text, m.start())
-            return _fail(
-                f"a comment inside '({name[:80]} ...' on line {line} is not allowed (it could hide a "
-                "`(name := value)` option)",
-                name or "(",
-                line,
-            )
+        name = m.group("name")
         if name in _TACTIC_VALUED or _literal_value_at(text, m.end(), name):
             continue
         line = _line_of(text, m.start())
@@ -871,126 +916,248 @@ def _literal_in(name: str) -> str | None:
     return None
 
 
-#: A hit of rule 10: (position of the name, scan, what was found, the literal name, a hint).
+def _class_in(name: str) -> str | None:
+    """The class name `name` spells (its last dotted component), if it is an allowed class."""
+    last = name.rsplit(".", 1)[-1]
+    return last if last in _CLASS_NAMES else None
+
+
+#: A hit of rules 10 and 11: (position of the name, scan, what was found, the protected name, a hint).
 _Hit = tuple[int, int, str, str, str]
+_Finder = Callable[[str], "str | None"]
+
+#: Words that end a run of names (rule 10's `true other : Bool`): keywords and tactics a line may
+#: start with, so that `... = true` at the end of one line and `have h : ...` on the next are
+#: never read as one binder group.
+_RUN_STOPPERS = (
+    *DECLARING_KEYWORDS, "example", "instance", "deriving", "namespace", "section", "end", "open",
+    "variable", "universe", "set_option", "attribute", "mutual", "fun", "by", "at", "with", "then",
+    "else", "from", "in", "do", "have", "show", "let", "match", "if", "calc", "suffices", "obtain",
+    "rcases", "intro", "intros", "exact", "refine", "apply", "next", "case", "generalize",
+    "specialize", "replace", "rw", "simp", "decide", "omega", "cases", "induction", "unfold",
+    "termination_by", "decreasing_by", "private", "protected", "noncomputable",
+)  # fmt: skip
+_RUN_TAIL_RE = re.compile(
+    rf"(?:[ \t\n]++(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?]))(?!:)[^\s\"#$%&()*+,\-/:;<=>@\[\\\]^`{{|}}~⟨⟩⦃⦄«»]++)*+[ \t\n]*+"
+)
+_CLASS_WORD_RE = re.compile(rf"(?<![{_WORD_CHARS}'])(?:{'|'.join(INSTANCE_CLASSES)})(?![{_WORD_CHARS}'!?])")
+_FIELD_DEFAULT_RE = re.compile(rf"^[ \t]*+({_NAME})[ \t]*+:=", re.MULTILINE)
+_CTOR_AFTER_ASSIGN_RE = re.compile(
+    rf":=[ \t\n]*+(?:(?:private|protected)[ \t\n]++)?({_NAME})[ \t\n]*+::(?![:=])"
+)
+# An alternative chain after `| name`: more `| pattern` on one line each, then `=>` or `,`.
+_ALT_CHAIN_RE = re.compile(r"(?:[ \t\n]*+\|(?![|>])[^|:=\n]*+)*+[ \t\n]*+(=>|,)?")
 
 
-def _declared_literal(text: str, skipper: _Skipper) -> _Hit | None:
-    """`def true`, `theorem Net.false`, `where true := ...`: the name after a declaring keyword
-    (not after `.`: `Bool.rec` is a name, not `rec`)."""
-    for m in _DECLARING_RE.finditer(text):
-        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
-        if name is not None and (literal := _literal_in(name.group(0))) is not None:
-            return name.start(), 0, f"'{m.group(0)} {name.group(0)[:80]}'", literal, ""
+def _declared(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
+    """`def true`, `theorem Net.false`, `where true := ...`, `structure S where true ::`: the name
+    after a declaring keyword (not after `.`: `Bool.rec` is a name, not `rec`)."""
+    for m in _DECLARING_RE.finditer(code):
+        name = _DECL_NAME_RE.match(code, skipper.skip(m.end()))
+        if name is not None and (found := find(name.group(0))) is not None:
+            return name.start(), 0, f"'{m.group(0)} {name.group(0)[:80]}'", found, ""
     return None
 
 
-def _constructor_literal(text: str, skipper: _Skipper) -> _Hit | None:
-    """`| true` as a constructor; a match alternative (`| true =>`, `| true, x =>`) is fine."""
-    for m in _BAR_RE.finditer(text):
-        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
-        if name is None or (literal := _literal_in(name.group(0))) is None:
+def _constructor(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
+    """`| true` as a constructor; a match alternative (`| true =>`, `| true, x =>`, the
+    or-pattern `| true | false => e`) is fine. Later bars inside a chain already read share its
+    ending, so every chain is read once."""
+    chain_end, chain_is_alternative = -1, False
+    for m in _BAR_RE.finditer(code):
+        name = _DECL_NAME_RE.match(code, skipper.skip(m.end()))
+        if name is None or (found := find(name.group(0))) is None:
             continue
-        if not text.startswith(("=>", ","), skipper.skip(name.end())):
-            hint = " (a match alternative `| true => ...` is fine; write `| true | false => e` as two)"
-            return name.start(), 1, f"'| {name.group(0)[:80]}'", literal, hint
+        if name.end() >= chain_end:
+            chain = _ALT_CHAIN_RE.match(code, name.end())
+            chain_end, chain_is_alternative = chain.end(), chain.group(1) is not None  # type: ignore[union-attr]
+        if not chain_is_alternative:
+            hint = " (a constructor; a match alternative `| true => ...` or `| true | false => ...` is fine)"
+            return name.start(), 1, f"'| {name.group(0)[:80]}'", found, hint
     return None
 
 
-def _bound_literal(text: str, skipper: _Skipper) -> _Hit | None:
-    """`true : Bool`: a field or binder named `true` (also a type ascription, rejected alike)."""
-    for m in _LITERAL_RE.finditer(text):
-        after = skipper.skip(m.end())
-        if text.startswith(":", after) and not text.startswith((":=", "::"), after):
-            return m.start(), 2, f"'{m.group(0)} :'", m.group(0), " (a field, binder or type ascription)"
-    return None
+def _bound(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
+    """A field or binder: a run of names holding a protected one, then a lone `:` (`true : Bool`,
+    `(a true : Bool)`, `true other : Bool`; a type ascription `(f true : Bool)` alike), a line
+    that starts `true := ...` (a field with a default value), or a structure constructor
+    `:= true ::`. Occurrences inside a run already read share its ending: linear."""
+    hits: list[_Hit] = []
+    run_end = -1
+    for m in word_re.finditer(code):
+        if m.start() < run_end:
+            continue
+        run_end = _RUN_TAIL_RE.match(code, m.end()).end()  # type: ignore[union-attr]
+        if code.startswith(":", run_end) and not code.startswith((":=", "::"), run_end):
+            hits.append(
+                (
+                    m.start(),
+                    2,
+                    f"'{m.group(0)} ... :'",
+                    m.group(0),
+                    " (a field or binder, or a type ascription)",
+                )
+            )
+            break
+    for pattern, what in ((_FIELD_DEFAULT_RE, "{} :="), (_CTOR_AFTER_ASSIGN_RE, ":= {} ::")):
+        for m in pattern.finditer(code):
+            if (found := find(m.group(1))) is not None:
+                hits.append(
+                    (
+                        m.start(1),
+                        3,
+                        f"'{what.format(m.group(1)[:80])}'",
+                        found,
+                        " (a field or a structure constructor)",
+                    )
+                )
+                break
+    return min(hits) if hits else None
+
+
+def _shadowing(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
+    """The first place `code` declares a name `find` reports, in any of the forms above."""
+    skipper = _Skipper(code)
+    hits = [
+        hit
+        for hit in (
+            _declared(code, skipper, find),
+            _constructor(code, skipper, find),
+            _bound(code, find, word_re),
+        )
+        if hit is not None
+    ]
+    return min(hits) if hits else None
 
 
 _INSTANCE_RE = re.compile(rf"(?<![{_WORD_CHARS}.])instance(?![{_WORD_CHARS}])")
+_DERIVING_INSTANCE_RE = re.compile(rf"(?<![{_WORD_CHARS}.])deriving[ \t\n]++instance(?![{_WORD_CHARS}])")
+_DERIVED_CLASSES_RE = re.compile(
+    rf"[ \t\n]*+({_FIELD}(?:[ \t\n]*+,[ \t\n]*+{_FIELD})*+)[ \t\n]++for(?![{_WORD_CHARS}])"
+)
 _CLASS_NAMES = frozenset(INSTANCE_CLASSES)
-_CLASS_FIELD_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])({'|'.join(INSTANCE_CLASSES)})[ \t]*:(?![:=])")
 _OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
+_BINDER_RE = re.compile(rf"(?:∀|forall(?![{_WORD_CHARS}]))")
+_ARROWS = ("→", "->")
 
 
-def _instance_class(text: str, pos: int) -> str | None:
-    """The class an `instance` header starting at `pos` declares: the name after its first `:`
-    outside brackets (binders and `(priority := ...)` are bracketed); None when `:=`, `where`, a
-    line starting a new command, or the end comes first (nothing readable)."""
+def _instance_type(code: str, pos: int) -> str | None:
+    """The type an `instance` header starting at `pos` declares: from its first `:` outside
+    brackets (binders and `(priority := ...)` are bracketed) to the `:=`, `where` or line starting
+    a new command that ends the header; None when no `:` comes first."""
     depth = 0
     i = pos
-    while i < len(text):
-        ch = text[i]
+    colon = -1
+    n = len(code)
+    while i < n:
+        ch = code[i]
         if ch in _OPEN_BRACKETS:
             depth += 1
         elif ch in _CLOSE_BRACKETS:
             depth = max(depth - 1, 0)
-        elif depth == 0 and text.startswith(":=", i):
-            return None
-        elif depth == 0 and ch == ":" and not text.startswith("::", i):
-            name = _DECL_NAME_RE.match(text, _skip_spaces(text, i + 1))
-            return name.group(0) if name is not None else ""
-        elif depth == 0 and text.startswith("where", i) and not _is_name_char(text[i - 1 : i] or " "):
-            return None
-        elif depth == 0 and ch == "\n" and not text[i + 1 : i + 2].isspace():
-            return None  # a new command starts at the line's first column: the header ended
+        elif depth == 0 and code.startswith(":=", i):
+            break
+        elif depth == 0 and ch == ":" and colon < 0 and not code.startswith("::", i):
+            colon = i
+        elif depth == 0 and code.startswith("where", i) and not _is_name_char(code[i - 1 : i] or " "):
+            break
+        elif depth == 0 and ch == "\n" and not code[i + 1 : i + 2].isspace():
+            break  # a new command starts at the line's first column: the header ended
         i += 1
-    return None
+    return code[colon + 1 : i] if colon >= 0 else None
 
 
-def _skip_spaces(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
+def _top_level_split(text: str, separators: tuple[str, ...]) -> list[int]:
+    """Positions in `text` of `separators` outside brackets."""
+    found: list[int] = []
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in _OPEN_BRACKETS:
+            depth += 1
+        elif ch in _CLOSE_BRACKETS:
+            depth = max(depth - 1, 0)
+        elif depth == 0 and text.startswith(separators, i):
+            found.append(i)
+    return found
 
 
-def _check_instances(text: str) -> GuardVerdict | None:
-    """Rule 11: each `instance` declares an instance of one of `INSTANCE_CLASSES`, and nothing
-    is declared under one of those names."""
-    for m in _INSTANCE_RE.finditer(text):
-        cls = _instance_class(text, m.end())
-        if cls not in _CLASS_NAMES:
-            line = _line_of(text, m.start())
-            what = f"an instance of `{cls[:80]}`" if cls else "an instance whose class cannot be read"
-            return _fail(
-                f"{what} on line {line}: `instance` may only declare instances of "
-                f"{', '.join(INSTANCE_CLASSES)}; a tactic option's value is elaborated in the file's "
-                "scope, where the file's own `OfNat` or coercion instance would run while it builds",
-                "instance",
-                line,
+def _conclusion_head(type_text: str) -> str:
+    """The class an instance type declares: the head of its conclusion after any binders
+    (`∀ x,`, `(x : T) →`, `[inst] →`, `{x} →`) and parentheses around it ("" if none)."""
+    t = type_text.strip()
+    while True:
+        if (binder := _BINDER_RE.match(t)) is not None:
+            commas = _top_level_split(t[binder.end() :], (",",))
+            if not commas:
+                return ""
+            t = t[binder.end() + commas[0] + 1 :].strip()
+            continue
+        arrows = _top_level_split(t, _ARROWS)
+        if arrows:
+            last = arrows[-1]
+            t = t[last + (1 if t[last] == "→" else 2) :].strip()
+            continue
+        if t[:1] == "(" and t.endswith(")") and not _top_level_split(t[1:-1], (")",)):
+            t = t[1:-1].strip()
+            continue
+        head = _DECL_NAME_RE.match(t)
+        return head.group(0) if head is not None else ""
+
+
+def _instance_verdict(what: str, line: int) -> GuardVerdict:
+    return _fail(
+        f"{what} on line {line}: `instance` and `deriving instance` may only declare instances of "
+        f"{', '.join(INSTANCE_CLASSES)} (the class is the head of the instance's type, after any "
+        "binders); a tactic option's value is elaborated in the file's scope, where the file's own "
+        "`OfNat` or coercion instance would run while it builds",
+        "instance",
+        line,
+    )
+
+
+def _check_instances(code: str) -> GuardVerdict | None:
+    """Rule 11: each `instance` and `deriving instance` declares instances of `INSTANCE_CLASSES`
+    only, and nothing is declared under one of those names."""
+    derived = set()
+    for m in _DERIVING_INSTANCE_RE.finditer(code):
+        derived.add(m.end() - len("instance"))
+        classes = _DERIVED_CLASSES_RE.match(code, m.end())
+        names = [c.strip() for c in classes.group(1).split(",")] if classes else []
+        bad = next((c for c in names if c not in _CLASS_NAMES), None) if names else "?"
+        if bad is not None:
+            line = _line_of(code, m.start())
+            what = (
+                f"'deriving instance {bad[:80]}'"
+                if names
+                else "a 'deriving instance' whose classes cannot be read"
             )
-    if (field := _CLASS_FIELD_RE.search(text)) is not None:  # a field or binder named like one
-        line = _line_of(text, field.start())
+            return _instance_verdict(what, line)
+    for m in _INSTANCE_RE.finditer(code):
+        if m.start() in derived:
+            continue
+        type_text = _instance_type(code, m.end())
+        cls = _conclusion_head(type_text) if type_text is not None else ""
+        if cls not in _CLASS_NAMES:
+            line = _line_of(code, m.start())
+            what = f"an instance of `{cls[:80]}`" if cls else "an instance whose class cannot be read"
+            return _instance_verdict(what, line)
+    if (hit := _shadowing(code, _class_in, _CLASS_WORD_RE)) is not None:
+        pos, _, what, cls, hint = hit
+        line = _line_of(code, pos)
         return _fail(
-            f"'{field.group(0)}' on line {line}: nothing may be named like a class instances may be "
-            "declared of (it would shadow it)",
-            field.group(1),
+            f"{what} on line {line}: nothing may be named like a class instances may be declared of "
+            f"(`{cls}` would shadow it){hint}",
+            cls,
             line,
         )
-    skipper = _Skipper(text)
-    for m in _DECLARING_RE.finditer(text):
-        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
-        if name is not None and name.group(0).split(".")[-1] in _CLASS_NAMES:
-            line = _line_of(text, name.start())
-            return _fail(
-                f"'{m.group(0)} {name.group(0)[:80]}' on line {line}: a declaration may not be named "
-                "like a class instances may be declared of (it would shadow it)",
-                name.group(0).split(".")[-1],
-                line,
-            )
     return None
 
 
-def _check_literal_names(text: str) -> GuardVerdict | None:
-    skipper = _Skipper(text)
-    hits = [
-        hit
-        for scan in (_declared_literal, _constructor_literal, _bound_literal)
-        if (hit := scan(text, skipper))
-    ]
-    if not hits:
+def _check_literal_names(code: str) -> GuardVerdict | None:
+    if (hit := _shadowing(code, _literal_in, _LITERAL_RE)) is None:
         return None
-    pos, _, what, literal, hint = min(hits)
-    line = _line_of(text, pos)
+    pos, _, what, literal, hint = hit
+    line = _line_of(code, pos)
     return _fail(
         f"{what} on line {line}: nothing may be named `true` or `false`{hint}; a tactic option such "
         "as `(kernel := true)` is resolved in the file's scope, so it would run the file's own "
@@ -1000,10 +1167,22 @@ def _check_literal_names(text: str) -> GuardVerdict | None:
     )
 
 
+def _check_lexing(text: str) -> GuardVerdict | None:
+    """The file must split into code, comments and literals one way only (`lexer.lex`)."""
+    problem = lex(text).problem
+    if problem is None:
+        return None
+    line = _line_of(text, problem.pos)
+    return _fail(f"{problem.reason} on line {line}", None, line)
+
+
 # --- the guard -----------------------------------------------------------------------------------
 
-_RULES = (
-    _check_chars,
+#: Rules on the whole text (the seed's words match in comments and strings too).
+_TEXT_RULES = (_check_chars, _check_lexing, _check_seed_words)
+#: The project's rules, on the code view (comments and the inside of literals blanked).
+_CODE_RULES = (
+    _check_escapes,
     _check_hash_commands,
     _check_words,
     _check_percent,
@@ -1033,9 +1212,15 @@ def check_guard(text: str) -> GuardVerdict:
         where = "_check_size"
         if (verdict := _check_size(text)) is not None:
             return verdict
-        for rule in _RULES:
+        for rule in _TEXT_RULES:
             where = rule.__name__
             if (verdict := rule(text)) is not None:
+                return verdict
+        where = "lex"
+        code = lex(text).code
+        for rule in _CODE_RULES:
+            where = rule.__name__
+            if (verdict := rule(code)) is not None:
                 return verdict
     except Exception as exc:  # a guard bug must reject the file, never pass it or crash the grader
         return _fail(
