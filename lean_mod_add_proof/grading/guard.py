@@ -600,11 +600,11 @@ def _banned_runs(text: str, seed_only: bool) -> dict[str, str]:
     return wanted
 
 
-def _word_verdict(text: str, wanted: dict[str, str], where_said: str) -> GuardVerdict:
+def _word_verdict(text: str, wanted: dict[str, str]) -> GuardVerdict:
     pos, word, run = _first_run(text, wanted)
     line = _line_of(text, pos)
     inside = "" if run == word else f" (in '{run[:80]}')"
-    return _fail(f"forbidden word '{word}'{inside} on line {line}{where_said}", word, line)
+    return _fail(f"forbidden word '{word}'{inside} on line {line}", word, line)
 
 
 def _check_seed_words(text: str) -> GuardVerdict | None:
@@ -612,19 +612,19 @@ def _check_seed_words(text: str) -> GuardVerdict | None:
     if (m := _SEED_HASH_RE.search(text)) is not None:
         line = _line_of(text, m.start())
         return _fail(
-            f"forbidden word '{m.group(0)}' on line {line} (forbidden anywhere, comments and strings included)",
+            f"forbidden word '{m.group(0)}' on line {line}",
             m.group(0),
             line,
         )
     if wanted := _banned_runs(text, seed_only=True):
-        return _word_verdict(text, wanted, " (forbidden anywhere, comments and strings included)")
+        return _word_verdict(text, wanted)
     return None
 
 
 def _check_words(code: str) -> GuardVerdict | None:
     """Rule 4b: every banned word and part, in code (the seed's words were checked everywhere)."""
     if wanted := _banned_runs(code, seed_only=False):
-        return _word_verdict(code, wanted, "")
+        return _word_verdict(code, wanted)
     return None
 
 
@@ -802,8 +802,8 @@ def _check_header(text: str) -> GuardVerdict | None:
         if at not in in_header:
             line = _line_of(text, at)
             return _fail(
-                f"'import' on line {line} is outside the file header (imports must come first; "
-                "the word may not appear anywhere else)",
+                f"'import' on line {line} is outside the file header (imports must come first, before "
+                "any declaration or doc comment)",
                 "import",
                 line,
             )
@@ -940,10 +940,27 @@ _RUN_STOPPERS = (
 _RUN_TAIL_RE = re.compile(
     rf"(?:[ \t\n]++(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?]))(?!:)[^\s\"#$%&()*+,\-/:;<=>@\[\\\]^`{{|}}~⟨⟩⦃⦄«»]++)*+[ \t\n]*+"
 )
+_OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
 _CLASS_WORD_RE = re.compile(rf"(?<![{_WORD_CHARS}'])(?:{'|'.join(INSTANCE_CLASSES)})(?![{_WORD_CHARS}'!?])")
-_FIELD_DEFAULT_RE = re.compile(rf"^[ \t]*+({_NAME})[ \t]*+:=", re.MULTILINE)
+_RUN_BACK_RE = re.compile(r"(?:[ \t\n]*+[^\s\"#$%&()*+,\-/:;<=>@\[\\\]^`{|}~⟨⟩⦃⦄«»]++)*+[ \t\n]*+")
+# A line that starts with a name (after modifiers, an attribute list, a doc comment): maybe a
+# structure field; what follows it is read by `_FIELD_TAIL_RE` (names and bracketed binders).
+_FIELD_LINE_RE = re.compile(
+    rf"^[ \t]*+(?:/--[ ]*+-/[ \t]*+)?(?:@\[[^\]\n]*+\][ \t]*+)?(?:(?:private|protected)[ \t]++)?({_NAME})",
+    re.MULTILINE,
+)
+_FIELD_TAIL_RE = re.compile(
+    rf"(?:[ \t\n]*+(?:(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?])){_NAME}"
+    r"|\([^()]*+\)|\{[^{}]*+\}|\[[^\[\]]*+\]|⦃[^⦃⦄]*+⦄))*+[ \t\n]*+"
+)
 _CTOR_AFTER_ASSIGN_RE = re.compile(
     rf":=[ \t\n]*+(?:(?:private|protected)[ \t\n]++)?({_NAME})[ \t\n]*+::(?![:=])"
+)
+# The keywords that tell an inductive's constructors from match alternatives (`where` is not one:
+# `inductive T where | a` and `def f ... where go | 0 => ...` both keep the keyword before it).
+_BAR_CONTEXT_RE = re.compile(
+    rf"(?<![{_WORD_CHARS}.'])(?:inductive|match|fun|with|def|theorem|lemma|abbrev|instance|example"
+    rf"|structure|class|deriving|termination_by|decreasing_by|by)(?![{_WORD_CHARS}'!?])|λ"
 )
 # An alternative chain after `| name`: more `| pattern` on one line each, then `=>` or `,`.
 _ALT_CHAIN_RE = re.compile(r"(?:[ \t\n]*+\|(?![|>])[^|:=\n]*+)*+[ \t\n]*+(=>|,)?")
@@ -960,58 +977,76 @@ def _declared(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
 
 
 def _constructor(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
-    """`| true` as a constructor; a match alternative (`| true =>`, `| true, x =>`, the
-    or-pattern `| true | false => e`) is fine. Later bars inside a chain already read share its
-    ending, so every chain is read once."""
+    """`| true` as a constructor. A bar whose nearest preceding keyword (of `_BAR_CONTEXT_RE`) is
+    `inductive` is a constructor's; any other is a match alternative when its chain of
+    alternatives ends in `=>` or `,` (`| true =>`, `| true, x =>`, the or-pattern
+    `| true | false => e`, with comments and newlines anywhere in between). Later bars inside a
+    chain already read share its ending, so every chain is read once."""
+    contexts = [(m.start(), m.group(0)) for m in _BAR_CONTEXT_RE.finditer(code)]
+    context_starts = [start for start, _ in contexts]
     chain_end, chain_is_alternative = -1, False
     for m in _BAR_RE.finditer(code):
         name = _DECL_NAME_RE.match(code, skipper.skip(m.end()))
         if name is None or (found := find(name.group(0))) is None:
             continue
+        at = bisect.bisect_left(context_starts, m.start()) - 1
+        in_inductive = at >= 0 and contexts[at][1] == "inductive"
         if name.end() >= chain_end:
             chain = _ALT_CHAIN_RE.match(code, name.end())
             chain_end, chain_is_alternative = chain.end(), chain.group(1) is not None  # type: ignore[union-attr]
-        if not chain_is_alternative:
+        if in_inductive or not chain_is_alternative:
             hint = " (a constructor; a match alternative `| true => ...` or `| true | false => ...` is fine)"
             return name.start(), 1, f"'| {name.group(0)[:80]}'", found, hint
     return None
 
 
+def _lone_colon_at(code: str, pos: int) -> bool:
+    return code.startswith(":", pos) and not code.startswith((":=", "::"), pos)
+
+
 def _bound(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
-    """A field or binder: a run of names holding a protected one, then a lone `:` (`true : Bool`,
-    `(a true : Bool)`, `true other : Bool`; a type ascription `(f true : Bool)` alike), a line
-    that starts `true := ...` (a field with a default value), or a structure constructor
-    `:= true ::`. Occurrences inside a run already read share its ending: linear."""
+    """A field or binder named like a protected name (newlines and comments in between never
+    matter, as in Lean):
+
+    - the name, then a lone `:` (`true : Bool`; a type ascription `(true : Bool)` alike);
+    - a run of names holding it, then a lone `:`, inside brackets (`(a true : Bool)`) or on one
+      line (`x true : Bool`, `(f true : Bool)`);
+    - a line that starts with it (after modifiers, an attribute list, a doc comment) followed by
+      names and bracketed binders up to a lone `:`, or for `true`/`false` right by `:=` (a
+      structure field: `structSimpleBinder` in lean4 `src/Lean/Parser/Command.lean` is one name,
+      then binders, then an optional type and default);
+    - a structure constructor `:= true ::` (`structCtor`, same file).
+
+    Occurrences inside a run already read share its ending, so each run is read once."""
     hits: list[_Hit] = []
-    run_end = -1
+    reverse = code[::-1]
+    n = len(code)
+    run_end, run_bound, bracketed = -1, False, False
     for m in word_re.finditer(code):
-        if m.start() < run_end:
-            continue
-        run_end = _RUN_TAIL_RE.match(code, m.end()).end()  # type: ignore[union-attr]
-        if code.startswith(":", run_end) and not code.startswith((":=", "::"), run_end):
-            hits.append(
-                (
-                    m.start(),
-                    2,
-                    f"'{m.group(0)} ... :'",
-                    m.group(0),
-                    " (a field or binder, or a type ascription)",
-                )
-            )
+        if m.start() >= run_end:
+            run_end = _RUN_TAIL_RE.match(code, m.end()).end()  # type: ignore[union-attr]
+            run_bound = _lone_colon_at(code, run_end)
+            if run_bound:
+                start = n - _RUN_BACK_RE.match(reverse, n - m.start()).end()  # type: ignore[union-attr]
+                bracketed = start > 0 and code[start - 1] in _OPEN_BRACKETS
+        direct = _lone_colon_at(code, _WS_RE.match(code, m.end()).end())  # type: ignore[union-attr]
+        if direct or (run_bound and (bracketed or "\n" not in code[m.start() : run_end])):
+            end = m.end() if direct else run_end
+            group = " ".join(code[m.start() : end].split())
+            hits.append((m.start(), 2, f"'{group[:80]} :'", m.group(0), " (a field, binder or type ascription)"))
             break
-    for pattern, what in ((_FIELD_DEFAULT_RE, "{} :="), (_CTOR_AFTER_ASSIGN_RE, ":= {} ::")):
-        for m in pattern.finditer(code):
-            if (found := find(m.group(1))) is not None:
-                hits.append(
-                    (
-                        m.start(1),
-                        3,
-                        f"'{what.format(m.group(1)[:80])}'",
-                        found,
-                        " (a field or a structure constructor)",
-                    )
-                )
-                break
+    for m in _FIELD_LINE_RE.finditer(code):
+        if (found := find(m.group(1))) is None:
+            continue
+        after = _WS_RE.match(code, m.end()).end()  # type: ignore[union-attr]
+        tail = _FIELD_TAIL_RE.match(code, m.end()).end()  # type: ignore[union-attr]
+        if _lone_colon_at(code, tail) or (find is _literal_in and code.startswith(":=", after)):
+            hits.append((m.start(1), 3, f"'{m.group(1)[:80]} ...'", found, " (a structure field)"))
+            break
+    for m in _CTOR_AFTER_ASSIGN_RE.finditer(code):
+        if (found := find(m.group(1))) is not None:
+            hits.append((m.start(1), 3, f"':= {m.group(1)[:80]} ::'", found, " (a structure constructor)"))
+            break
     return min(hits) if hits else None
 
 
@@ -1036,7 +1071,6 @@ _DERIVED_CLASSES_RE = re.compile(
     rf"[ \t\n]*+({_FIELD}(?:[ \t\n]*+,[ \t\n]*+{_FIELD})*+)[ \t\n]++for(?![{_WORD_CHARS}])"
 )
 _CLASS_NAMES = frozenset(INSTANCE_CLASSES)
-_OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
 _BINDER_RE = re.compile(rf"(?:∀|forall(?![{_WORD_CHARS}]))")
 _ARROWS = ("→", "->")
 
@@ -1178,12 +1212,15 @@ def _check_lexing(text: str) -> GuardVerdict | None:
 
 # --- the guard -----------------------------------------------------------------------------------
 
-#: Rules on the whole text (the seed's words match in comments and strings too).
-_TEXT_RULES = (_check_chars, _check_lexing, _check_seed_words)
-#: The project's rules, on the code view (comments and the inside of literals blanked).
-_CODE_RULES = (
+#: The rules, in order. Those in `_ON_TEXT` read the whole text (the seed's words match in
+#: comments and strings too); the project's rules read the code view (`lexer.lex`: comments and
+#: the inside of literals blanked).
+_RULES = (
+    _check_chars,
+    _check_lexing,
     _check_escapes,
     _check_hash_commands,
+    _check_seed_words,
     _check_words,
     _check_percent,
     _check_lc_constants,
@@ -1194,6 +1231,7 @@ _CODE_RULES = (
     _check_literal_names,
     _check_instances,
 )
+_ON_TEXT = frozenset({"_check_chars", "_check_lexing", "_check_seed_words"})
 
 
 #: Start of the reason of a verdict that an exception inside the guard produced.
@@ -1212,15 +1250,13 @@ def check_guard(text: str) -> GuardVerdict:
         where = "_check_size"
         if (verdict := _check_size(text)) is not None:
             return verdict
-        for rule in _TEXT_RULES:
+        code: str | None = None
+        for rule in _RULES:
+            if rule.__name__ not in _ON_TEXT and code is None:
+                where = "lex"
+                code = lex(text).code
             where = rule.__name__
-            if (verdict := rule(text)) is not None:
-                return verdict
-        where = "lex"
-        code = lex(text).code
-        for rule in _CODE_RULES:
-            where = rule.__name__
-            if (verdict := rule(code)) is not None:
+            if (verdict := rule(text if rule.__name__ in _ON_TEXT else code)) is not None:  # type: ignore[arg-type]
                 return verdict
     except Exception as exc:  # a guard bug must reject the file, never pass it or crash the grader
         return _fail(

@@ -182,7 +182,10 @@ class _Lexer:
         end = self.finish_block(body)
         if end is None:
             return LexProblem("an unterminated doc comment", pos)
-        self.add(kind, pos, end)
+        # A doc comment is a token, not whitespace: the code view keeps its `/--` (`/-!`) and
+        # `-/`, so that the header rule still sees that it ends the header.
+        self.lexemes.append(Lexeme(kind, pos, end))
+        self.blank(pos + 3, end - 2, None)
         return end
 
     def interpolated(self, pos: int) -> int | LexProblem:
