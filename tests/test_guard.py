@@ -785,7 +785,7 @@ def test_an_unterminated_comment_after_a_keyword_ends_the_text() -> None:
         assert not verdict.passed and verdict.reason == "an unterminated comment on line 5"
     assert not check_guard(f"{HEADER}{PROOF}def /- /- -/ true := false\n").passed
     verdict = check_guard(f"{HEADER}{PROOF}def /- -/ true /- := false\n")
-    assert (verdict.word, verdict.line) == ("true", PROOF.count("\n") + 2)
+    assert (verdict.passed, verdict.line) == (False, PROOF.count("\n") + 2)
 
 
 @pytest.mark.parametrize("cls", INSTANCE_CLASSES)
@@ -837,8 +837,14 @@ def test_an_instance_is_rejected_in_every_spelling() -> None:
         "an instance of `OfNat` on line 3" in check_guard(with_body("instance : OfNat Nat n := ⟨0⟩")).reason
     )
     # `deriving instance` is read like `instance` (issue 25): its classes face the same allow-list
-    assert "'deriving instance Repr' on line 3" in check_guard(with_body("deriving instance Repr for Nat")).reason
-    assert "'deriving instance OfNat'" in check_guard(with_body("deriving instance DecidableEq, OfNat for T")).reason
+    assert (
+        "'deriving instance Repr' on line 3"
+        in check_guard(with_body("deriving instance Repr for Nat")).reason
+    )
+    assert (
+        "'deriving instance OfNat'"
+        in check_guard(with_body("deriving instance DecidableEq, OfNat for T")).reason
+    )
     assert check_guard(with_body("open Nat renaming succ → true")).word == "renaming"
     # `inferInstance` and `instDecidableEqNat` are other names
     assert check_guard(

@@ -943,15 +943,12 @@ _RUN_TAIL_RE = re.compile(
 _OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
 _CLASS_WORD_RE = re.compile(rf"(?<![{_WORD_CHARS}'])(?:{'|'.join(INSTANCE_CLASSES)})(?![{_WORD_CHARS}'!?])")
 _RUN_BACK_RE = re.compile(r"(?:[ \t\n]*+[^\s\"#$%&()*+,\-/:;<=>@\[\\\]^`{|}~⟨⟩⦃⦄«»]++)*+[ \t\n]*+")
-# A line that starts with a name (after modifiers, an attribute list, a doc comment): maybe a
-# structure field; what follows it is read by `_FIELD_TAIL_RE` (names and bracketed binders).
-_FIELD_LINE_RE = re.compile(
-    rf"^[ \t]*+(?:/--[ ]*+-/[ \t]*+)?(?:@\[[^\]\n]*+\][ \t]*+)?(?:(?:private|protected)[ \t]++)?({_NAME})",
-    re.MULTILINE,
-)
-_FIELD_TAIL_RE = re.compile(
-    rf"(?:[ \t\n]*+(?:(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?])){_NAME}"
-    r"|\([^()]*+\)|\{[^{}]*+\}|\[[^\[\]]*+\]|⦃[^⦃⦄]*+⦄))*+[ \t\n]*+"
+_STRUCTURE_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])(?:structure|class)(?![{_WORD_CHARS}'!?])")
+_FIELDS_START_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])where(?![{_WORD_CHARS}'!?])|:=")
+_COMMAND_LINE_RE = re.compile(r"\n(?=[^\s])")  # a line starting at column 0: the next command
+_INDENTED_LINE_RE = re.compile(r"\n([ \t]*+)(?=\S)")
+_FIELD_NAME_RE = re.compile(
+    rf"(?:/--[ ]*+-/[ \t]*+)?(?:@\[[^\]\n]*+\][ \t]*+)?(?:(?:private|protected)[ \t]++)?({_NAME})"
 )
 _CTOR_AFTER_ASSIGN_RE = re.compile(
     rf":=[ \t\n]*+(?:(?:private|protected)[ \t\n]++)?({_NAME})[ \t\n]*+::(?![:=])"
@@ -1000,6 +997,37 @@ def _constructor(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
     return None
 
 
+def _structure_field(code: str, find: _Finder) -> _Hit | None:
+    """A field of a `structure` or `class` whose name holds a protected name. Lean reads the
+    fields after `where` (or `:=`) as one `manyIndent` block (`structFields` in lean4
+    `src/Lean/Parser/Command.lean`): each field starts at the block's column, with one name
+    (`structSimpleBinder`), so a line whose first token sits at that column names a field, however
+    its binders, type and default go on (`true other : Bool`, `true (n : Nat) : Bool`,
+    `true := e`, over several lines). Columns, not line breaks, decide: a comment never moves a
+    token's column. The first field, on the `where` line, is rule 10's `where true`. Each
+    declaration's lines are read once."""
+    region_end = -1
+    for m in _STRUCTURE_RE.finditer(code):
+        if m.start() < region_end:
+            continue
+        next_command = _COMMAND_LINE_RE.search(code, m.end())
+        region_end = next_command.start() if next_command is not None else len(code)
+        fields = _FIELDS_START_RE.search(code, m.end(), region_end)
+        if fields is None:
+            continue
+        column = None
+        for line in _INDENTED_LINE_RE.finditer(code, fields.end(), region_end):
+            token = line.end()
+            if column is None:
+                column = len(line.group(1))
+            if len(line.group(1)) != column:
+                continue
+            name = _FIELD_NAME_RE.match(code, token)
+            if name is not None and (found := find(name.group(1))) is not None:
+                return name.start(1), 3, f"'{name.group(1)[:80]} ...'", found, " (a structure or class field)"
+    return None
+
+
 def _lone_colon_at(code: str, pos: int) -> bool:
     return code.startswith(":", pos) and not code.startswith((":=", "::"), pos)
 
@@ -1011,10 +1039,7 @@ def _bound(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
     - the name, then a lone `:` (`true : Bool`; a type ascription `(true : Bool)` alike);
     - a run of names holding it, then a lone `:`, inside brackets (`(a true : Bool)`) or on one
       line (`x true : Bool`, `(f true : Bool)`);
-    - a line that starts with it (after modifiers, an attribute list, a doc comment) followed by
-      names and bracketed binders up to a lone `:`, or for `true`/`false` right by `:=` (a
-      structure field: `structSimpleBinder` in lean4 `src/Lean/Parser/Command.lean` is one name,
-      then binders, then an optional type and default);
+    - a structure or class field named so, whatever follows it (`_structure_field`);
     - a structure constructor `:= true ::` (`structCtor`, same file).
 
     Occurrences inside a run already read share its ending, so each run is read once."""
@@ -1033,16 +1058,12 @@ def _bound(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
         if direct or (run_bound and (bracketed or "\n" not in code[m.start() : run_end])):
             end = m.end() if direct else run_end
             group = " ".join(code[m.start() : end].split())
-            hits.append((m.start(), 2, f"'{group[:80]} :'", m.group(0), " (a field, binder or type ascription)"))
+            hits.append(
+                (m.start(), 2, f"'{group[:80]} :'", m.group(0), " (a field, binder or type ascription)")
+            )
             break
-    for m in _FIELD_LINE_RE.finditer(code):
-        if (found := find(m.group(1))) is None:
-            continue
-        after = _WS_RE.match(code, m.end()).end()  # type: ignore[union-attr]
-        tail = _FIELD_TAIL_RE.match(code, m.end()).end()  # type: ignore[union-attr]
-        if _lone_colon_at(code, tail) or (find is _literal_in and code.startswith(":=", after)):
-            hits.append((m.start(1), 3, f"'{m.group(1)[:80]} ...'", found, " (a structure field)"))
-            break
+    if (field := _structure_field(code, find)) is not None:
+        hits.append(field)
     for m in _CTOR_AFTER_ASSIGN_RE.finditer(code):
         if (found := find(m.group(1))) is not None:
             hits.append((m.start(1), 3, f"':= {m.group(1)[:80]} ::'", found, " (a structure constructor)"))
