@@ -20,11 +20,11 @@ from lean_mod_add_proof.grading.guard import (
     BANNED_WORD_PARTS,
     BANNED_WORDS,
     CODE_BANNED_WORDS,
-    SEED_BANNED_WORDS,
     GUARD_RULES,
     INSTANCE_CLASSES,
     INTERNAL_ERROR_REASON,
     MAX_SUBMISSION_BYTES,
+    SEED_BANNED_WORDS,
     GuardVerdict,
     check_guard,
 )

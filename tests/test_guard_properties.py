@@ -18,9 +18,9 @@ from lean_mod_add_proof.grading.extract import Extraction, extract_submission, n
 from lean_mod_add_proof.grading.guard import (
     BANNED_WORD_PARTS,
     BANNED_WORDS,
-    SEED_BANNED_WORDS,
     INTERNAL_ERROR_REASON,
     LITERAL_NAMES,
+    SEED_BANNED_WORDS,
     GuardVerdict,
     check_guard,
 )

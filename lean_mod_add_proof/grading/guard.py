@@ -359,7 +359,7 @@ _RUN_RE = re.compile(rf"[{_WORD_CHARS}]+")
 _DIGIT_LINE_RE = re.compile(r"^[0-9].*$", re.MULTILINE)
 _HUMP_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _HASH_RE = re.compile(rf"#([A-Za-z_][{_WORD_CHARS}]*)")
-_IMPORT_NAME_RE = re.compile(r"[ ]+([^\s]*)")
+_IMPORT_NAME_RE = re.compile(r"[ \t\n]+([^\s]*)")  # a comment (blanked) may sit in between
 _WS_RE = re.compile(r"[ \n\t]*")
 _MODULE_RE = re.compile(rf"module(?![{_WORD_CHARS}])")
 _BRACKET_RE = re.compile(r"[\[\]]")
@@ -937,16 +937,16 @@ _RUN_STOPPERS = (
     "specialize", "replace", "rw", "simp", "decide", "omega", "cases", "induction", "unfold",
     "termination_by", "decreasing_by", "private", "protected", "noncomputable",
 )  # fmt: skip
-_RUN_TAIL_RE = re.compile(
-    rf"(?:[ \t\n]++(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?]))(?!:)[^\s\"#$%&()*+,\-/:;<=>@\[\\\]^`{{|}}~⟨⟩⦃⦄«»]++)*+[ \t\n]*+"
-)
+_NOT_STOPPER = rf"(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?]))"
+_RUN_TAIL_RE = re.compile(rf"(?:[ \t\n]++{_NOT_STOPPER}{_NAME})*+[ \t\n]*+")
 _OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
 _CLASS_WORD_RE = re.compile(rf"(?<![{_WORD_CHARS}'])(?:{'|'.join(INSTANCE_CLASSES)})(?![{_WORD_CHARS}'!?])")
-_RUN_BACK_RE = re.compile(r"(?:[ \t\n]*+[^\s\"#$%&()*+,\-/:;<=>@\[\\\]^`{|}~⟨⟩⦃⦄«»]++)*+[ \t\n]*+")
+_RUN_BACK_RE = re.compile(rf"(?:[ \t\n]*+{_NAME})*+[ \t\n]*+")  # on the reversed text
 _STRUCTURE_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])(?:structure|class)(?![{_WORD_CHARS}'!?])")
 _FIELDS_START_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])where(?![{_WORD_CHARS}'!?])|:=")
 _COMMAND_LINE_RE = re.compile(r"\n(?=[^\s])")  # a line starting at column 0: the next command
 _INDENTED_LINE_RE = re.compile(r"\n([ \t]*+)(?=\S)")
+_TERM_ENDS = frozenset(")]}⟩⦄\"'")
 _FIELD_NAME_RE = re.compile(
     rf"(?:/--[ ]*+-/[ \t]*+)?(?:@\[[^\]\n]*+\][ \t]*+)?(?:(?:private|protected)[ \t]++)?({_NAME})"
 )
@@ -999,13 +999,15 @@ def _constructor(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
 
 def _structure_field(code: str, find: _Finder) -> _Hit | None:
     """A field of a `structure` or `class` whose name holds a protected name. Lean reads the
-    fields after `where` (or `:=`) as one `manyIndent` block (`structFields` in lean4
-    `src/Lean/Parser/Command.lean`): each field starts at the block's column, with one name
-    (`structSimpleBinder`), so a line whose first token sits at that column names a field, however
-    its binders, type and default go on (`true other : Bool`, `true (n : Nat) : Bool`,
-    `true := e`, over several lines). Columns, not line breaks, decide: a comment never moves a
-    token's column. The first field, on the `where` line, is rule 10's `where true`. Each
-    declaration's lines are read once."""
+    fields after `where` (or `:=`) as one block (`structFields` in lean4
+    `src/Lean/Parser/Command.lean`), each field starting with one name (`structSimpleBinder`,
+    then binders, an optional type and default), so `true other : Bool`, `true (n : Nat) : Bool`
+    and `true := e` all declare `true`. A name that starts a line of the body is read as a field
+    when the code before it ends a term (a name, a number, a closing bracket, a literal): after
+    `:=`, `:`, an operator or an opening bracket it continues the previous field instead
+    (`ok : Bool :=` then `true` on the next line). Line breaks and comments between the two never
+    matter, so a comment cannot turn one reading into the other. Each declaration's lines are read
+    once, and each walk back crosses only blank space."""
     region_end = -1
     for m in _STRUCTURE_RE.finditer(code):
         if m.start() < region_end:
@@ -1015,15 +1017,14 @@ def _structure_field(code: str, find: _Finder) -> _Hit | None:
         fields = _FIELDS_START_RE.search(code, m.end(), region_end)
         if fields is None:
             continue
-        column = None
         for line in _INDENTED_LINE_RE.finditer(code, fields.end(), region_end):
-            token = line.end()
-            if column is None:
-                column = len(line.group(1))
-            if len(line.group(1)) != column:
+            name = _FIELD_NAME_RE.match(code, line.end())
+            if name is None or (found := find(name.group(1))) is None:
                 continue
-            name = _FIELD_NAME_RE.match(code, token)
-            if name is not None and (found := find(name.group(1))) is not None:
+            before = line.start()
+            while before > 0 and code[before - 1] in " \t\n":
+                before -= 1
+            if before == 0 or code[before - 1] in _TERM_ENDS or _is_name_char(code[before - 1]):
                 return name.start(1), 3, f"'{name.group(1)[:80]} ...'", found, " (a structure or class field)"
     return None
 

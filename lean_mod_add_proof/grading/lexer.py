@@ -109,6 +109,7 @@ _WHITESPACE_RE = re.compile(r"[ \t\n]*+")
 _OPERATOR_CHARS = frozenset("!#$%&*+-./:;<=>?@\\^|~")
 #: A string right after a name ending in `!` (`s!`, `f!`, after optional whitespace) is interpolated.
 _BANG_NAME_END_RE = re.compile(f"[{_ID_REST}]!")
+_ID_REST_RE = re.compile(f"[{_ID_REST}]")
 _NOT_NEWLINE_RE = re.compile(r"[^\n]")
 
 
@@ -230,7 +231,9 @@ class _Lexer:
                 braces = max(braces - 1, 0)
                 pos += 1
             elif ch in "-/":  # `--` or `/-`, by construction of the code pattern
-                if before in _OPERATOR_CHARS:
+                # `!` and `?` may end a name (`s!`, `isIdRest`), which Lean reads whole first.
+                in_name = before in "!?" and pos > 1 and _ID_REST_RE.match(text, pos - 2) is not None
+                if before in _OPERATOR_CHARS and not in_name:
                     return LexProblem(
                         f"a comment opened right after '{before}' (Lean may read '{before}{ch}' as one "
                         "token; put a space before the comment)",
