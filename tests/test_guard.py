@@ -215,7 +215,9 @@ IMPORT_CASES: list[tuple[str, str, str]] = [
     ("import-Mathlib", f"import Mathlib\n{HEADER}{PROOF}", "import 'Mathlib'"),
     ("import-Submission", f"{HEADER}import LeanCheckedNetwork.Submission\n{PROOF}", "not allowed"),
     ("import-all", f"import all {REQUIRED_IMPORT}\n{PROOF}", "import 'all'"),
-    ("import-newline", f"import\n{REQUIRED_IMPORT}\n{PROOF}", "not allowed"),
+    # Lean reads the module name after any whitespace (a comment or a line break included): the
+    # name is still judged (issue 25)
+    ("import-newline", f"import\nLeanCheckedNetwork.Submission\n{HEADER}{PROOF}", "not allowed"),
     ("import-escaped", f"import «LeanCheckedNetwork».Weights\n{PROOF}", "escape"),
     ("import-trailing-dot", f"import {REQUIRED_IMPORT}.Foo\n{PROOF}", "not allowed"),
     (
@@ -966,6 +968,32 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "literals": lambda n: _fill("true ", size=n),
     "literals-before-comments": lambda n: _fill("true /- -/ ", size=n),
     "literal-definitions": lambda n: _fill("true := ", size=n),
+    # the lexical layer and the token readings of issue 25
+    "strings": lambda n: _fill('"a" ', size=n),
+    "unterminated-string": lambda n: _fill("a", head=HEADER + '"', size=n),
+    "chars": lambda n: _fill("'a' ", size=n),
+    "quotes": lambda n: _fill("''", size=n),
+    "raw-strings": lambda n: _fill('r#"a"# ', size=n),
+    "interpolations": lambda n: _fill('s!"{x}" ', size=n),
+    "nested-interpolations": lambda n: _fill('s!"{', size=n),
+    "braces": lambda n: _fill("{", size=n),
+    "doc-comments": lambda n: _fill("/-- a -/ ", size=n),
+    "doc-then-line-comments": lambda n: _fill("-- x\n", head=HEADER + "/--", size=n),
+    "name-runs": lambda n: _fill("true a ", size=n),
+    "name-runs-then-colon": lambda n: _fill("a true ", tail=":", size=n),
+    "bracketed-run": lambda n: _fill("a ", head=HEADER + "(true ", tail=": Bool)", size=n),
+    "or-pattern-chain": lambda n: _fill("| true ", size=n),
+    "constructor-context": lambda n: _fill("inductive T | a ", size=n),
+    "structures": lambda n: _fill("structure S where\n  a : Nat\n", size=n),
+    "structure-field-lines": lambda n: _fill(
+        "  a : Bool := true\n", head=HEADER + "structure S where\n", size=n
+    ),
+    "instances": lambda n: _fill("instance : ∀ a, Decidable (P a) := x\n", size=n),
+    "instance-binders": lambda n: _fill("∀ a, ", head=HEADER + "instance : ", size=n),
+    "instance-parens": lambda n: _fill("(", head=HEADER + "instance : ", size=n),
+    "deriving-instances": lambda n: _fill("deriving instance DecidableEq for T\n", size=n),
+    "class-words": lambda n: _fill("Decidable ", size=n),
+    "ctor-assigns": lambda n: _fill(":= true ", size=n),
 }
 
 

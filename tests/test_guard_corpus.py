@@ -167,6 +167,12 @@ def test_seed_words_still_match_in_comments_and_strings() -> None:
         assert not check_guard(with_body(body)).passed, body
 
 
+def test_a_comment_or_line_break_after_import_is_whitespace() -> None:
+    for header in (f"import\n  {REQUIRED_IMPORT}\n", f"import /- the weights -/ {REQUIRED_IMPORT}\n"):
+        verdict = check_guard(header + PROOF)
+        assert verdict.passed, verdict.reason
+
+
 def test_import_in_prose_is_not_read_as_an_import() -> None:
     # the old reading quoted the comment: "import 'already' on line N is not allowed"
     verdict = check_guard(with_body("-- the import already gives us Spec\ndef x := 1"))
@@ -190,11 +196,12 @@ assert not any(
 prose = st.lists(st.sampled_from(PROSE), min_size=1, max_size=4).map(" ".join)
 comment_kind = st.sampled_from(["line", "block", "nested"])
 
-# Lean tokens of the code view: names (with dots), numbers, the multi-character tokens whose
-# halves Lean never reads apart (`@[`, `:=`, `+opt`, `#check`), any other character.
+# Lean tokens of the code view: names (with dots), numbers, `@[`, `+opt`, `#check`, a run of
+# operator characters (`:=`, `==`, `<;>`: Lean reads a token table's longest match, never its
+# halves), any other character.
 _TOKEN_RE = re.compile(
-    r"#?[A-Za-z_\u0370-\u03ff][\w'!?.\u2080-\u209c]*|[0-9][\w.]*|@\[|:=|=>|->|<-|::|<;>|\|\||&&"
-    r"|[+-][A-Za-z]\w*|\S"
+    r"#?[A-Za-z_\u0370-\u03ff][\w'!?.\u2080-\u209c]*|[0-9][\w.]*|@\[|[+-][A-Za-z]\w*"
+    r"|[!#$%&*+\-./:;<=>?@\\^|~]+|\S"
 )
 
 

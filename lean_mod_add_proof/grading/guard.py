@@ -208,6 +208,7 @@ a second. No function here raises on any `str`.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -215,7 +216,7 @@ from dataclasses import dataclass
 
 from lean_mod_add_proof.grading.extract import as_lean_file
 from lean_mod_add_proof.grading.lean_names import ALLOWED_IMPORTS, REQUIRED_IMPORT
-from lean_mod_add_proof.grading.lexer import lex
+from lean_mod_add_proof.grading.lexer import Lexed, lex
 
 
 @dataclass(frozen=True)
@@ -940,7 +941,10 @@ _RUN_STOPPERS = (
 _NOT_STOPPER = rf"(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?]))"
 _RUN_TAIL_RE = re.compile(rf"(?:[ \t\n]++{_NOT_STOPPER}{_NAME})*+[ \t\n]*+")
 _OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
-_CLASS_WORD_RE = re.compile(rf"(?<![{_WORD_CHARS}'])(?:{'|'.join(INSTANCE_CLASSES)})(?![{_WORD_CHARS}'!?])")
+_PROTECTED_WORD_RE = re.compile(
+    rf"(?<![A-Za-z0-9_])(?:true|false)(?![A-Za-z0-9_])"
+    rf"|(?<![{_WORD_CHARS}'])(?:{'|'.join(INSTANCE_CLASSES)})(?![{_WORD_CHARS}'!?])"
+)
 _RUN_BACK_RE = re.compile(rf"(?:[ \t\n]*+{_NAME})*+[ \t\n]*+")  # on the reversed text
 _STRUCTURE_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])(?:structure|class)(?![{_WORD_CHARS}'!?])")
 _FIELDS_START_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])where(?![{_WORD_CHARS}'!?])|:=")
@@ -1072,15 +1076,22 @@ def _bound(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
     return min(hits) if hits else None
 
 
-def _shadowing(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
-    """The first place `code` declares a name `find` reports, in any of the forms above."""
+def _protected_in(name: str) -> str | None:
+    """The literal name (`true`, `false`) or allowed class `name` holds, if any."""
+    return _literal_in(name) or _class_in(name)
+
+
+@functools.lru_cache(maxsize=1)
+def _shadowing(code: str) -> _Hit | None:
+    """The first place `code` declares a literal name or an allowed class's name, in any of the
+    forms above (one pass for rules 10 and 11)."""
     skipper = _Skipper(code)
     hits = [
         hit
         for hit in (
-            _declared(code, skipper, find),
-            _constructor(code, skipper, find),
-            _bound(code, find, word_re),
+            _declared(code, skipper, _protected_in),
+            _constructor(code, skipper, _protected_in),
+            _bound(code, _protected_in, _PROTECTED_WORD_RE),
         )
         if hit is not None
     ]
@@ -1093,18 +1104,22 @@ _DERIVED_CLASSES_RE = re.compile(
     rf"[ \t\n]*+({_FIELD}(?:[ \t\n]*+,[ \t\n]*+{_FIELD})*+)[ \t\n]++for(?![{_WORD_CHARS}])"
 )
 _CLASS_NAMES = frozenset(INSTANCE_CLASSES)
+#: Longest instance header read (from `instance` to its `:=` or `where`); longer is unreadable.
+_MAX_INSTANCE_HEADER_CHARS = 4096
+#: Most binder groups, arrows and parentheses read off an instance type before its class.
+_MAX_BINDER_LAYERS = 64
 _BINDER_RE = re.compile(rf"(?:∀|forall(?![{_WORD_CHARS}]))")
 _ARROWS = ("→", "->")
 
 
-def _instance_type(code: str, pos: int) -> str | None:
+def _instance_type(code: str, pos: int, stop: int) -> str | None:
     """The type an `instance` header starting at `pos` declares: from its first `:` outside
     brackets (binders and `(priority := ...)` are bracketed) to the `:=`, `where` or line starting
     a new command that ends the header; None when no `:` comes first."""
     depth = 0
     i = pos
     colon = -1
-    n = len(code)
+    n = min(stop, pos + _MAX_INSTANCE_HEADER_CHARS)
     while i < n:
         ch = code[i]
         if ch in _OPEN_BRACKETS:
@@ -1120,6 +1135,8 @@ def _instance_type(code: str, pos: int) -> str | None:
         elif depth == 0 and ch == "\n" and not code[i + 1 : i + 2].isspace():
             break  # a new command starts at the line's first column: the header ended
         i += 1
+    if i >= n and n < len(code):
+        return None  # cut by the next `instance`, or longer than any honest header: unreadable
     return code[colon + 1 : i] if colon >= 0 else None
 
 
@@ -1141,7 +1158,7 @@ def _conclusion_head(type_text: str) -> str:
     """The class an instance type declares: the head of its conclusion after any binders
     (`∀ x,`, `(x : T) →`, `[inst] →`, `{x} →`) and parentheses around it ("" if none)."""
     t = type_text.strip()
-    while True:
+    for _ in range(_MAX_BINDER_LAYERS):  # each layer rescans what is left: bounded, so linear
         if (binder := _BINDER_RE.match(t)) is not None:
             commas = _top_level_split(t[binder.end() :], (",",))
             if not commas:
@@ -1158,6 +1175,7 @@ def _conclusion_head(type_text: str) -> str:
             continue
         head = _DECL_NAME_RE.match(t)
         return head.group(0) if head is not None else ""
+    return ""  # more layers than an honest instance has: unreadable, so refused
 
 
 def _instance_verdict(what: str, line: int) -> GuardVerdict:
@@ -1188,17 +1206,21 @@ def _check_instances(code: str) -> GuardVerdict | None:
                 else "a 'deriving instance' whose classes cannot be read"
             )
             return _instance_verdict(what, line)
-    for m in _INSTANCE_RE.finditer(code):
-        if m.start() in derived:
+    starts = [m.start() for m in _INSTANCE_RE.finditer(code)]
+    for k, start in enumerate(starts):
+        if start in derived:
             continue
-        type_text = _instance_type(code, m.end())
+        # Lean reads another `instance` keyword as the start of a new command (a header holding
+        # one does not parse), so a header's reading stops there: each is read once.
+        stop = starts[k + 1] if k + 1 < len(starts) else len(code)
+        type_text = _instance_type(code, start + len("instance"), stop)
         cls = _conclusion_head(type_text) if type_text is not None else ""
         if cls not in _CLASS_NAMES:
-            line = _line_of(code, m.start())
+            line = _line_of(code, start)
             what = f"an instance of `{cls[:80]}`" if cls else "an instance whose class cannot be read"
             return _instance_verdict(what, line)
-    if (hit := _shadowing(code, _class_in, _CLASS_WORD_RE)) is not None:
-        pos, _, what, cls, hint = hit
+    if (hit := _shadowing(code)) is not None:
+        pos, _, what, cls, hint = hit  # a class's name: a literal's was rule 10's
         line = _line_of(code, pos)
         return _fail(
             f"{what} on line {line}: nothing may be named like a class instances may be declared of "
@@ -1210,7 +1232,7 @@ def _check_instances(code: str) -> GuardVerdict | None:
 
 
 def _check_literal_names(code: str) -> GuardVerdict | None:
-    if (hit := _shadowing(code, _literal_in, _LITERAL_RE)) is None:
+    if (hit := _shadowing(code)) is None or hit[3] not in _LITERALS:
         return None
     pos, _, what, literal, hint = hit
     line = _line_of(code, pos)
@@ -1223,9 +1245,15 @@ def _check_literal_names(code: str) -> GuardVerdict | None:
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _lexed(text: str) -> Lexed:
+    """`lex(text)`, once per file (the lexing rule and the code view both need it)."""
+    return lex(text)
+
+
 def _check_lexing(text: str) -> GuardVerdict | None:
     """The file must split into code, comments and literals one way only (`lexer.lex`)."""
-    problem = lex(text).problem
+    problem = _lexed(text).problem
     if problem is None:
         return None
     line = _line_of(text, problem.pos)
@@ -1276,7 +1304,7 @@ def check_guard(text: str) -> GuardVerdict:
         for rule in _RULES:
             if rule.__name__ not in _ON_TEXT and code is None:
                 where = "lex"
-                code = lex(text).code
+                code = _lexed(text).code
             where = rule.__name__
             if (verdict := rule(text if rule.__name__ in _ON_TEXT else code)) is not None:  # type: ignore[arg-type]
                 return verdict

@@ -44,13 +44,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 LexemeKind = Literal["line_comment", "block_comment", "doc_comment", "module_doc", "string", "char"]
 
 
-@dataclass(frozen=True)
-class Lexeme:
+class Lexeme(NamedTuple):
     """A non-code lexeme: `text[start:end]` is a comment or a literal of this `kind`. An
     interpolated string is one lexeme per literal part (its `{...}` terms are code)."""
 
@@ -103,6 +102,9 @@ _INTERP_PART_RE = re.compile(r'(?:[^"\\{]++|\\.)*+', re.DOTALL)  # up to `"`, `{
 _CHAR_RE = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^\\])'", re.DOTALL)
 _RAW_START_RE = re.compile(r'r(#*+)"')
 _LINE_END_RE = re.compile(r"[^\n]*+")
+#: Deepest nesting of interpolated strings read (`s!"{s!"{...}"}"`); deeper is refused, which
+#: keeps the reading's recursion bounded.
+MAX_INTERPOLATION_DEPTH = 16
 _COMMENT_TOKEN_RE = re.compile(r"/-|-/")
 _WHITESPACE_RE = re.compile(r"[ \t\n]*+")
 #: Characters after which a comment opener might instead end a multi-character token (`<-`, `\/`).
@@ -116,31 +118,40 @@ _NOT_NEWLINE_RE = re.compile(r"[^\n]")
 class _Lexer:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.out = list(text)
         self.lexemes: list[Lexeme] = []
-
-    def blank(self, start: int, end: int, quote: str | None) -> None:
-        """Blank `text[start:end]` in the code view (newlines kept). A literal keeps a quote at
-        each end (`quote`, or with "" its own delimiters: an interpolated part's `{` and `}`), so
-        the code view still shows that a literal stands there, never a name or a numeral."""
-        lo, hi = (start, end) if quote is None else (start + 1, end - 1)
-        self.out[lo:hi] = _NOT_NEWLINE_RE.sub(" ", self.text[lo:hi])
-        if quote:
-            self.out[start] = self.out[end - 1] = quote
-
-    def after_bang_name(self, pos: int) -> bool:
-        """Whether the code before `pos`, past whitespace and comments (blanked already), ends
-        with a name ending in `!` (`s!`, `f!`): then a string at `pos` is interpolated. The walk
-        back crosses only the gap since the last code, so all walks together are linear."""
-        out = self.out
-        i = pos
-        while i > 0 and out[i - 1] in " \t\n":
-            i -= 1
-        return i >= 2 and _BANG_NAME_END_RE.match(out[i - 2] + out[i - 1]) is not None
+        # (start, end, quote) of each blanked span, in order; see `code_view`
+        self.spans: list[tuple[int, int, str | None]] = []
+        # the last two characters of code read (comments never change them): a string after a
+        # name ending in `!` (`s!`, `f!`) is interpolated
+        self.last_code = ""
 
     def add(self, kind: LexemeKind, start: int, end: int, quote: str | None = None) -> None:
+        """Record a lexeme; the code view blanks it (newlines kept). A literal keeps a quote at
+        each end (`quote`, or with "" its own delimiters: an interpolated part's `{` and `}`), so
+        the code view still shows that a literal stands there, never a name or a numeral."""
         self.lexemes.append(Lexeme(kind, start, end))
-        self.blank(start, end, quote)
+        self.spans.append((start, end, quote))
+        if quote is not None:
+            self.last_code = self.text[end - 1]
+
+    def code_view(self) -> str:
+        text = self.text
+        parts: list[str] = []
+        done = 0
+        for start, end, quote in sorted(self.spans, key=lambda span: (span[0], -span[1])):
+            if start < done:  # a comment inside a doc comment's span: blanked with it
+                continue
+            parts.append(text[done:start])
+            lo, hi = (start, end) if quote is None else (start + 1, end - 1)
+            if quote is not None:
+                parts.append(quote or text[start])
+            inner = text[lo:hi]
+            parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if "\n" in inner else " " * len(inner))
+            if quote is not None:
+                parts.append(quote or text[end - 1])
+            done = end
+        parts.append(text[done:])
+        return "".join(parts)
 
     def finish_block(self, pos: int) -> int | None:
         """`finishCommentBlock 1` from `pos`: just after the closing `-/`, or None at the end."""
@@ -186,10 +197,10 @@ class _Lexer:
         # A doc comment is a token, not whitespace: the code view keeps its `/--` (`/-!`) and
         # `-/`, so that the header rule still sees that it ends the header.
         self.lexemes.append(Lexeme(kind, pos, end))
-        self.blank(pos + 3, end - 2, None)
+        self.spans.append((pos + 3, end - 2, None))  # the code view keeps `/--` and `-/`
         return end
 
-    def interpolated(self, pos: int) -> int | LexProblem:
+    def interpolated(self, pos: int, depth: int) -> int | LexProblem:
         """An interpolated string at `pos` (its `"`): literal parts are lexemes, `{...}` is code."""
         text = self.text
         part_start = pos
@@ -203,7 +214,9 @@ class _Lexer:
                 return i + 1
             # `{`: the literal part ends; a term follows, up to its `}`.
             self.add("string", part_start, i + 1, "")
-            end = self.code(i + 1, interpolation=True)
+            if depth >= MAX_INTERPOLATION_DEPTH:
+                return LexProblem("string interpolations nested too deep", i)
+            end = self.code(i + 1, depth + 1)
             if isinstance(end, LexProblem):
                 return end
             if end >= len(text):  # no `}`
@@ -211,13 +224,17 @@ class _Lexer:
             part_start = end  # the `}` opens the next literal part
             i = end + 1
 
-    def code(self, pos: int, interpolation: bool = False) -> int | LexProblem:
-        """Read code from `pos` to the end (or, with `interpolation`, to the `}` closing an
-        interpolated term: its position)."""
+    def code(self, pos: int, depth: int = 0) -> int | LexProblem:
+        """Read code from `pos` to the end, or inside `depth` interpolated strings to the `}`
+        closing the innermost term (its position)."""
+        interpolation = depth > 0
         text, n = self.text, len(self.text)
         braces = 0
         while True:
+            start = pos
             pos = _CODE_RE.match(text, pos).end()  # type: ignore[union-attr]
+            if pos > start and (stretch := text[start:pos].rstrip()):
+                self.last_code = (self.last_code + stretch)[-2:] if len(stretch) < 2 else stretch[-2:]
             if pos >= n:
                 return pos
             ch = text[pos]
@@ -225,11 +242,13 @@ class _Lexer:
             if ch == "{":
                 braces += 1
                 pos += 1
+                self.last_code = "{"
             elif ch == "}":
                 if interpolation and braces == 0:
                     return pos
                 braces = max(braces - 1, 0)
                 pos += 1
+                self.last_code = "}"
             elif ch in "-/":  # `--` or `/-`, by construction of the code pattern
                 # `!` and `?` may end a name (`s!`, `isIdRest`), which Lean reads whole first.
                 in_name = before in "!?" and pos > 1 and _ID_REST_RE.match(text, pos - 2) is not None
@@ -244,8 +263,8 @@ class _Lexer:
                     return result
                 pos = result
             elif ch == '"':
-                if self.after_bang_name(pos):
-                    result = self.interpolated(pos)
+                if _BANG_NAME_END_RE.fullmatch(self.last_code) is not None:
+                    result = self.interpolated(pos, depth)
                     if isinstance(result, LexProblem):
                         return result
                     pos = result
@@ -258,6 +277,7 @@ class _Lexer:
             elif ch == "'":
                 if text.startswith("''", pos):
                     pos += 2
+                    self.last_code = "''"
                     continue
                 m = _CHAR_RE.match(text, pos)
                 if m is None:
@@ -269,6 +289,7 @@ class _Lexer:
                 if end < 0:
                     return LexProblem("an unterminated '«' name", pos)
                 pos = end + 1
+                self.last_code = "»"
             else:  # `r` before `#`s and `"`: a raw string
                 m = _RAW_START_RE.match(text, pos)
                 if m is None:  # cannot happen: the code pattern stops at `r` only before one
@@ -291,4 +312,4 @@ def lex(text: str) -> Lexed:
     lexer = _Lexer(text)
     result = lexer.code(0)
     problem = result if isinstance(result, LexProblem) else None
-    return Lexed("".join(lexer.out), tuple(lexer.lexemes), problem)
+    return Lexed(lexer.code_view(), tuple(lexer.lexemes), problem)
