@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lean_mod_add_proof.constants import REQUIRED_IMPORT, reference_submission, theorem_signature
-from lean_mod_add_proof.grading.guard import SEED_BANNED_WORDS, check_guard
+from lean_mod_add_proof.grading.guard import GUARD_RULES, SEED_BANNED_WORDS, check_guard
 from lean_mod_add_proof.grading.lexer import lex
 
 HEADER = f"import LeanCheckedNetwork.Network\nimport {REQUIRED_IMPORT}\n"
@@ -273,3 +273,39 @@ def test_a_doc_comment_before_a_declaration_keeps_an_honest_file_passing(
     noisy = text[:pos] + f"/-- {words} -/\n" + text[pos:]
     verdict = check_guard(noisy)
     assert verdict.passed, (verdict.reason, noisy)
+
+
+# --- the prompt's examples hold ------------------------------------------------------------------
+
+#: For each rule of GUARD_RULES, in order: bodies its "Passes:" examples stand for, and bodies its
+#: "Fails:" examples stand for (the prompt shows them in short).
+PROMPT_EXAMPLES: list[tuple[list[str], list[str]]] = [
+    (["-- we import only the weights"], ["def x := 1\nimport LeanCheckedNetwork.Network"]),
+    (["-- meta-reasoning: export the lemma"], ["-- no sorry needed", "def e := Environment"]),
+    (["#check Nat.add_comm", "-- #pairs = 49"], ["#exit"]),
+    (["@[simp] theorem t : 1 + 1 = 2 := rfl"], ["@[instance] def i : Inhabited Nat := ⟨0⟩"]),
+    (["set_option maxRecDepth 4000 in\ntheorem t : 1 = 1 := rfl"], ["set_option trace.profiler true"]),
+    (["example : 1 = 1 := by decide (kernel := true)"], ["example : 1 = 1 := by decide (kernel := myFlag)"]),
+    (["theorem m (a b : Nat) : (a + b) % 7 < 7 := Nat.mod_lt _ (by decide)"], ["def y (b : Nat) := b%7"]),
+    (
+        ["example (b : Bool) : (b && b) = b := match b with\n  | true | false => rfl",
+         "theorem q (b : Bool) (h : b = true) : b = true := h"],
+        ["def true : Bool := false", "structure S where true x : Bool", "example : (true : Bool) = true := rfl"],
+    ),
+    (
+        ["def P (n : Nat) : Prop := n < 5\ninstance : ∀ n, Decidable (P n) := fun n => Nat.decLt n 5",
+         "inductive T | a\nderiving instance DecidableEq for T"],
+        ["instance : OfNat Nat 5 := ⟨0⟩"],
+    ),
+    (["theorem lt (a b : Nat) (h : a < b) : a < b := h -- note"], ["def f (a b : Nat) := a <--b", "/- unclosed"]),
+    (["-- «quoted»"], ["def «x» := 1"]),
+]  # fmt: skip
+
+
+def test_the_prompt_examples_hold() -> None:
+    assert len(PROMPT_EXAMPLES) == len(GUARD_RULES)
+    for passing, failing in PROMPT_EXAMPLES:
+        for body in passing:
+            assert check_guard(with_body(body)).passed, body
+        for body in failing:
+            assert not check_guard(with_body(body)).passed, body

@@ -327,31 +327,47 @@ INSTANCE_CLASSES: tuple[str, ...] = (
     "Decidable", "DecidableEq", "DecidablePred", "DecidableRel", "Inhabited", "Nonempty",
 )  # fmt: skip
 
-#: The guard's rules in words, for the prompt (beside `BANNED_WORDS`).
+#: The guard's rules in words, for the prompt (beside the two word lists), each with one short
+#: example that passes and one that fails.
 GUARD_RULES: tuple[str, ...] = (
     "The file is at most 1 MiB and starts with its imports (only comments and blank lines before "
-    "them); the word `import` may appear nowhere else, not even in a comment.",
-    "Forbidden words count as whole names or dot-separated parts of names (`x.native`), in code, "
-    "comments and strings alike; a longer name that merely contains one passes (`native_ok`). "
-    f"{', '.join(f'`{w}`' for w in BANNED_WORD_PARTS)} are also forbidden inside a longer name "
-    "split at `_` or a capital letter (`simproc_decl`, `ptrAddrUnsafe`).",
-    f"The only `#` commands allowed are {', '.join(f'`{c}`' for c in ALLOWED_HASH_COMMANDS)}.",
+    "them); `import` may not appear anywhere else in the code (a comment may say it). Passes: "
+    "`-- we import only the weights` after the imports. Fails: `import LeanCheckedNetwork.Network` "
+    "after a `def`.",
+    "Forbidden words count as whole names or dot-separated parts of names (`x.native`); a longer "
+    "name that merely contains one passes (`native_ok`). The first list is forbidden everywhere, "
+    "comments and strings included; the second only in code. "
+    f"{', '.join(f'`{w}`' for w in BANNED_WORD_PARTS)} are also forbidden in code inside a longer "
+    "name split at `_` or a capital letter (`simproc_decl`, `ptrAddrUnsafe`). Passes: "
+    "`-- meta-reasoning: export the lemma`. Fails: `-- no sorry needed`, `def e := Environment`.",
+    f"The only `#` commands allowed are {', '.join(f'`{c}`' for c in ALLOWED_HASH_COMMANDS)}. "
+    "Passes: `#check Nat.add_comm`, `-- #pairs = 49`. Fails: `#exit`.",
     "Attributes (`@[...]`, `attribute [...]`) may only use "
     f"{', '.join(f'`{w}`' for w in ALLOWED_ATTRIBUTE_WORDS)} and numbers, or `grind` with its "
-    "modifiers (`@[grind =]`, `@[grind →]`, `@[grind cases]`, ...).",
+    "modifiers (`@[grind =]`, `@[grind →]`, `@[grind cases]`, ...). Passes: `@[simp] theorem ...`. "
+    "Fails: `@[instance] def ...`.",
     f"`set_option` may only set {', '.join(f'`{o}`' for o in ALLOWED_OPTIONS)} and options under "
-    f"{', '.join(f'`{p}`' for p in ALLOWED_OPTION_PREFIXES)}.",
+    f"{', '.join(f'`{p}`' for p in ALLOWED_OPTION_PREFIXES)}. Passes: `set_option maxRecDepth 4000 in`. "
+    "Fails: `set_option trace.profiler true`.",
     "Tactic options and named arguments take literal values only: `+opt`, `-opt`, "
     "`(opt := true)`, `(opt := false)`, `(opt := 100)` or `(config := { opt := true, n := 5 })`; "
-    "any other `(name := value)` is rejected (`(disch := tactic)` is allowed), and no comment may "
-    "sit inside `(name :=`.",
-    "No name may be directly followed by `%` (write `(a + b) % 7`, not `b%7`; `type_of%`-style "
-    "elaborators are forbidden) and no compiler-internal `lc…` names (`lcProof`, `lcCast`).",
-    "Nothing may be named `true` or `false` (no `def true`, `def Foo.false`, constructor `| true`, "
-    "field or binder `true : Bool`; `| true => ...` in a match is fine), and `instance` may only "
-    f"declare instances of {', '.join(f'`{c}`' for c in INSTANCE_CLASSES)} (written as `instance : "
-    "Decidable (p n) := ...`; no `@[instance]`): tactic options are resolved in the file's scope.",
-    "No `«»` identifier escapes, no `module` header, no control, zero-width or bidirectional characters.",
+    "any other `(name := value)` is rejected (`(disch := tactic)` is allowed). Passes: "
+    "`decide (kernel := true)`. Fails: `decide (kernel := myFlag)`.",
+    "No name may be directly followed by `%` (`type_of%`-style elaborators are forbidden) and no "
+    "compiler-internal `lc…` names (`lcProof`, `lcCast`). Passes: `(a + b) % 7`. Fails: `b%7`.",
+    "Nothing may be named `true` or `false`, nor like a class below: no declaration, constructor, "
+    "structure field or constructor, or binder of that name. Passes: `| true | false => rfl` in a "
+    "match, `(h : b = true)`. Fails: `def true : Bool := false`, `structure S where true x : Bool`, "
+    "`(true : Bool)`.",
+    "`instance` and `deriving instance` may only declare instances of "
+    f"{', '.join(f'`{c}`' for c in INSTANCE_CLASSES)}: the class is the head of the instance's "
+    "type after its binders; no `@[instance]` (tactic options are resolved in the file's scope). "
+    "Passes: `instance : ∀ n, Decidable (P n) := ...`, `deriving instance DecidableEq for T`. "
+    "Fails: `instance : OfNat Nat 5 := ⟨0⟩`.",
+    "Comments, strings and character literals must be closed, and a comment may not start right "
+    "after an operator character. Passes: `a < b -- note`. Fails: `a <--b`, an unclosed `/-`.",
+    "No `«»` identifier escapes in code, no `module` header, no control, zero-width or "
+    "bidirectional characters anywhere. Passes: `-- «quoted»`. Fails: `def «x» := 1`.",
 )
 
 _WORD_CHARS = "A-Za-z0-9_"
