@@ -33,7 +33,8 @@ def with_body(body: str) -> str:
 #: helper lemmas, structures, instances of the allowed classes, matches, strings and characters.
 HONEST_BODIES: dict[str, str] = {
     "decide-prose": (
-        "/-!\n# Why `decide` works\n\nCore has a `Decidable` instance for `a < b` and for bounded `∀`, so the\n"
+        "/-!\n# Why `decide` works\n\n"
+        "Core has a `Decidable` instance for `a < b` and for bounded `∀`, so the\n"
         "whole statement is decidable; `decide +kernel` asks the kernel to evaluate that instance.\n"
         "We import nothing beyond the two modules: the import of `Weights` gives `Spec`.\n-/"
     ),
@@ -71,14 +72,20 @@ HONEST_BODIES: dict[str, str] = {
     "decidable-instance-binders": (
         "structure Box (α : Type) where\n  val : α\n\n"
         "instance {α : Type} [DecidableEq α] : DecidableEq (Box α) := fun x y =>\n"
-        "  if h : x.val = y.val then isTrue (by cases x; cases y; simp_all) else isFalse (by intro e; cases e; exact h rfl)"
+        "  if h : x.val = y.val then isTrue (by cases x; cases y; simp_all)\n"
+        "  else isFalse (by intro e; cases e; exact h rfl)"
     ),
-    "decidable-pred": "def Even' (n : Nat) : Prop := n % 2 = 0\ninstance : DecidablePred Even' := fun n => Nat.decEq _ _",
-    "inhabited-where": "structure Pt where\n  x : Nat\n  y : Nat\n\ninstance : Inhabited Pt where\n  default := ⟨0, 0⟩",
+    "decidable-pred": (
+        "def Even' (n : Nat) : Prop := n % 2 = 0\ninstance : DecidablePred Even' := fun n => Nat.decEq _ _"
+    ),
+    "inhabited-where": (
+        "structure Pt where\n  x : Nat\n  y : Nat\n\ninstance : Inhabited Pt where\n  default := ⟨0, 0⟩"
+    ),
     "nonempty": "instance : Nonempty Nat := ⟨0⟩ -- the instance is only an example",
     "helper-lemmas": (
         "theorem mod_small (a : Nat) (h : a < 7) : a % 7 = a := Nat.mod_eq_of_lt h\n\n"
-        "/-- Every row, proved by the kernel. -/\ntheorem rows : ∀ a, a < 7 → ∀ b, b < 7 → (a + b) % 7 < 7 := by\n"
+        "/-- Every row, proved by the kernel. -/\n"
+        "theorem rows : ∀ a, a < 7 → ∀ b, b < 7 → (a + b) % 7 < 7 := by\n"
         "  intro a _ b _\n  exact Nat.mod_lt _ (by decide)"
     ),
     "strings-and-chars": (
