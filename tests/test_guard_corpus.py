@@ -94,18 +94,36 @@ HONEST_BODIES: dict[str, str] = {
         'def msg (n : Nat) : String := s!"checked {n} pairs, instance found: {decide (n = 49)}"'
     ),
     "raw-string": 'def raw : String := r#"a "quoted" instance true : Bool"#',
-    "set-options": "set_option maxRecDepth 10000 in\nset_option maxHeartbeats 400000 in\ntheorem big : 2 ^ 10 = 1024 := by decide",
-    "simp-config": "example (a : Nat) : a + 0 = a := by\n  simp (config := { decide := true }) only [Nat.add_zero]",
-    "eq-true": "theorem beq_self' : (3 == 3) = true := by decide\ntheorem beq_ne : (2 == 3) = false := by decide",
-    "bool-true-default-lines": "structure Flags where\n  fast : Bool := true\n  safe : Bool := false\n  depth : Nat := 3",
+    "set-options": (
+        "set_option maxRecDepth 10000 in\n"
+        "set_option maxHeartbeats 400000 in\n"
+        "theorem big : 2 ^ 10 = 1024 := by decide"
+    ),
+    "simp-config": (
+        "example (a : Nat) : a + 0 = a := by\n  simp (config := { decide := true }) only [Nat.add_zero]"
+    ),
+    "eq-true": (
+        "theorem beq_self' : (3 == 3) = true := by decide\ntheorem beq_ne : (2 == 3) = false := by decide"
+    ),
+    "bool-true-default-lines": (
+        "structure Flags where\n  fast : Bool := true\n  safe : Bool := false\n  depth : Nat := 3"
+    ),
     "namespace-section": (
         "namespace Helpers\n\n/-- The row check. -/\ndef row (a : Nat) : Bool := a < 7\n\n"
         "theorem row_true : row 3 = true := rfl\n\nend Helpers"
     ),
-    "where-aux": "def sumTo (n : Nat) : Nat := go n 0\nwhere\n  go : Nat → Nat → Nat\n    | 0, acc => acc\n    | k + 1, acc => go k (acc + k + 1)",
+    "where-aux": (
+        "def sumTo (n : Nat) : Nat := go n 0\n"
+        "where\n"
+        "  go : Nat → Nat → Nat\n"
+        "    | 0, acc => acc\n"
+        "    | k + 1, acc => go k (acc + k + 1)"
+    ),
     "fin-match": "def f3 : Fin 3 → Nat\n  | ⟨0, _⟩ => 0\n  | ⟨1, _⟩ => 1\n  | ⟨_, _⟩ => 2",
     "unicode-names": "def α₁ : Nat := 1\ntheorem h₁' : α₁ = 1 := rfl",
-    "calc": "example (a b : Nat) (h : a = b) : a + 0 = b := calc\n  a + 0 = a := Nat.add_zero a\n  _ = b := h",
+    "calc": (
+        "example (a b : Nat) (h : a = b) : a + 0 = b := calc\n  a + 0 = a := Nat.add_zero a\n  _ = b := h"
+    ),
     "percent-spaced": "theorem m : (3 + 5) % 7 = 1 := by decide",
     "instance-prose-docstring": (
         "/-- This uses the `Decidable` instance that core provides; no `instance` is declared here,\n"
