@@ -315,14 +315,16 @@ PROMPT_EXAMPLES: list[tuple[list[str], list[str]]] = [
     (
         ["example (b : Bool) : (b && b) = b := match b with\n  | true | false => rfl",
          "theorem q (b : Bool) (h : b = true) : b = true := h"],
-        ["def true : Bool := false", "structure S where true x : Bool", "example : (true : Bool) = true := rfl"],
+        ["def true : Bool := false", "structure S where true x : Bool",
+         "example : (true : Bool) = true := rfl"],
     ),
     (
         ["def P (n : Nat) : Prop := n < 5\ninstance : ∀ n, Decidable (P n) := fun n => Nat.decLt n 5",
          "inductive T | a\nderiving instance DecidableEq for T"],
         ["instance : OfNat Nat 5 := ⟨0⟩"],
     ),
-    (["theorem lt (a b : Nat) (h : a < b) : a < b := h -- note"], ["def f (a b : Nat) := a <--b", "/- unclosed"]),
+    (["theorem lt (a b : Nat) (h : a < b) : a < b := h -- note"],
+     ["def f (a b : Nat) := a <--b", "/- unclosed"]),
     (["-- «quoted»"], ["def «x» := 1"]),
 ]  # fmt: skip
 
