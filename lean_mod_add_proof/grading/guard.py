@@ -24,10 +24,16 @@ How the guard reads the text (lean4 `src/Lean/Parser/Basic.lean`):
 - Numbers are lexed without needing a separator after them (`0xdeadbeefsorry` is the literal
   `0xdeadbeef` then the keyword `sorry`), so a run that starts with a digit is searched for
   banned words as substrings.
-- `«…»` escapes any text into an identifier (`«sorry»`); every `«` and `»` is rejected.
-- Comments and strings are not exempt: words there count too (coarse on purpose), which also
-  makes comment-parsing differences between the guard and Lean harmless everywhere except the
-  header, attribute lists and `(name := ...)`, where comments are handled explicitly.
+- `«…»` escapes any text into an identifier (`«sorry»`); every `«` and `»` in code is rejected.
+- Comments, strings and character literals are found as Lean's lexer finds them
+  (`grading/lexer.py`, which cites the lean4 functions it follows). The seed's own forbidden words
+  (`SEED_BANNED_WORDS`) match in the whole text, comments and strings included, as the seed says.
+  Every other rule reads the *code view*: the text with comments and the inside of literals
+  blanked (positions and lines kept; a doc comment keeps its `/--` and `-/`, a literal its
+  quotes). So a comment or a string never triggers one of the project's rules, nor hides a
+  construct from one (a comment is whitespace, as in Lean), and no name or class is read out of
+  one (issue 25). A file the lexer could read two ways, or with an unterminated comment, literal
+  or `«`, is refused (Lean reports an error for the latter anyway).
 
 Every route by which Lean compiles and runs something the file supplies while elaborating it,
 and the rule that closes it ("C:" = read in the lean4 sources; "I:" = inferred):
@@ -97,14 +103,17 @@ is the atoms `true`/`false`, a string or a numeral, never resolved: `src/Lean/Pa
 compiling a `def` to IR (the compiler runs, the definition does not); `termination_by`,
 `decreasing_by` (tactics); structural recursion and `partial_fixpoint` (kernel-checked).
 
-Rules (the first that fails gives the verdict, in this order):
+Rules (the first that fails gives the verdict; `_RULES` holds their order, lexing (12) right
+after the characters):
 
 1. Size: at most `MAX_SUBMISSION_BYTES` (1 MiB) of UTF-8 after newline normalisation.
 2. Characters: no NUL or other control characters except newline and tab, no Unicode format
    characters (bidi overrides, zero-width characters, BOM), line/paragraph separators or lone
-   surrogates, and no `«`/`»`.
-3. Hash commands: `#` followed by a name is allowed only for `ALLOWED_HASH_COMMANDS`.
-4. Banned words (`BANNED_WORDS`), as whole words, case-sensitive, anywhere: a word counts when it
+   surrogates, anywhere; no `«`/`»` in code.
+3. Hash commands: `#` followed by a name in code is allowed only for `ALLOWED_HASH_COMMANDS`
+   (`#eval` is also a seed word, so it is refused in comments too).
+4. Banned words, as whole words, case-sensitive: `SEED_BANNED_WORDS` anywhere, `CODE_BANNED_WORDS`
+   in code (`BANNED_WORDS` is both): a word counts when it
    is an identifier or one dot-separated component of one (`x.native`, `my.sorry`,
    `Lean.ofReduceBool`), but not when it is merely part of a longer name (`native_ok_free`,
    `initial_step`, `sorry_free_lemma` pass). `BANNED_WORD_PARTS` are also banned,
@@ -113,35 +122,43 @@ Rules (the first that fails gives the verdict, in this order):
 5. No identifier character right before `%` (`type_of%`, `x%7`; write `x % 7`; a number before
    `%`, as in `100%`, is fine) and no identifier component that is `lc` followed by a capital
    letter (`lcCast`).
-6. Header: no `module` header; every `import` word must read `import <allowed module>` and sit in
-   the real header (only whitespace and comments before and between imports, as Lean's header
-   parser requires), and the header must import `LeanCheckedNetwork.Weights`. The word `import`
-   anywhere else (a comment included) is rejected.
+6. Header: no `module` header; every `import` in code must read `import <allowed module>` and sit
+   in the real header (only whitespace and comments before and between imports, as Lean's header
+   parser requires; a doc comment ends the header), and the header must import
+   `LeanCheckedNetwork.Weights`. `import` in a comment or a string is prose.
 7. Attribute lists (`@[...]`, `attribute [...]`) may contain only `ALLOWED_ATTRIBUTE_WORDS` and
    numbers, or `grind` with its modifiers (`GRIND_ATTRIBUTE_WORDS`, `=`, `_=_`, `→`, `←`, ...);
-   no comment or string inside; `attribute` followed by a comment is rejected.
+   no string or character literal inside (comments are whitespace).
 8. `set_option` may only name `ALLOWED_OPTIONS` or options under `ALLOWED_OPTION_PREFIXES`.
 9. Named values: in every `(name := value)` of the file the value must be a literal: `true`,
    `false`, a decimal numeral, or `{ field := literal, ... }` (fields separated by commas or
    newlines); `(priority := high|mid|low|default)` is also allowed and `(disch := tac)` /
-   `(discharger := tac)` take any tactic (its own `(name := ...)` are checked the same way). No
-   comment may sit between the `(`, the name and `:=`. `+opt` and `-opt` need no check.
+   `(discharger := tac)` take any tactic (its own `(name := ...)` are checked the same way). A
+   comment anywhere in between is whitespace; `+opt` and `-opt` need no check.
 10. Literal names: `true` and `false` (`LITERAL_NAMES`) may not be declared. A name is read (as
    in rule 9, then split into ASCII runs as in rule 4, so `Net.true`, `_root_.false` and `true'`
    all hold one) after each `DECLARING_KEYWORDS` word (`def`, `theorem`, `lemma`, `abbrev`,
    `structure`, `class`, `inductive`; `where` and `rec` for auxiliary definitions and fields) and
    after each lone `|` (a constructor), skipping whitespace, comments (nested; doc comments too),
    attribute lists and `private`/`protected`/`noncomputable`/`nonrec`; it must not hold a
-   literal name, except after `|` when `=>` or `,` follows it (a match alternative,
-   `| true => ...`). `true` or `false` followed by a lone `:` (a field or binder,
-   `true : Bool`, `(true : Bool)`) is rejected too. An unterminated comment runs to the end of
-   the file, as in Lean.
-11. Instances: each `instance` must declare, after its first `:` outside brackets, an instance of
-   exactly one of `INSTANCE_CLASSES` (`Decidable`, `DecidableEq`, `DecidablePred`, `DecidableRel`,
-   `Inhabited`, `Nonempty`), and nothing may be declared, or be a field or binder, under one of
-   those names (it would shadow the class). With no `instance` or `default_instance` attribute
-   (rule 7), no other instance can be declared; `deriving instance` (no readable class) is
-   refused.
+   literal name. After `|` a match alternative is fine: a bar whose nearest keyword before it is
+   not `inductive` and whose chain of alternatives ends in `=>` or `,` (`| true => ...`, the
+   or-pattern `| true | false => e`). Also rejected: a literal name before a lone `:` (a field,
+   binder or ascription, `(true : Bool)`), in a run of names before one inside brackets or on one
+   line (`(a true : Bool)`), as a structure or class field whatever follows it (`true other :
+   Bool`, `true (n : Nat) : Bool`, `true := e`; a name that starts a line of a structure's body
+   after code that ends a term), and as a structure constructor (`where true ::`,
+   `:= true ::`). Line breaks and comments between the parts never change a reading.
+11. Instances: each `instance` must declare an instance of exactly one of `INSTANCE_CLASSES`
+   (`Decidable`, `DecidableEq`, `DecidablePred`, `DecidableRel`, `Inhabited`, `Nonempty`): the
+   class is the head of the type after its first `:` outside brackets, once binders (`∀ x,`,
+   `(x : T) →`, `[inst] →`, `{x} →`), arrows and enclosing parentheses are read off; the header
+   ends at `:=`, `where`, a line at column 0 or the next `instance`, and one longer than
+   `_MAX_INSTANCE_HEADER_CHARS` is unreadable. `deriving instance C, D for T` faces the same
+   allow-list. Nothing may be declared, or be a field, binder or constructor, under one of those
+   names, in any form rule 10 reads (it would shadow the class). With no `instance` or
+   `default_instance` attribute (rule 7), no other instance can be declared.
+12. Lexing: the file splits into code, comments and literals one way only (`lexer.LexProblem`).
 
 Decisions, and why:
 
@@ -162,9 +179,11 @@ Decisions, and why:
   tuple). `sorry`, `admit`, `native`, `initialize`, `macro`, `syntax`, `debug`, `extern` and
   `delab` are whole words only: the dangerous spellings are the words themselves or caught by
   other rules (`sorryAx` is a word, `@[extern]` an attribute, `debug.*` an option).
-- A banned word or `import` in a comment is still rejected (policy: simple to state, and it stops
-  comment-parsing tricks). A comment right after `(` or after `(name` is rejected (rule 9) because
-  it could hide `:=` from a reader that does not parse comments.
+- The seed's words stay forbidden in comments and strings (the seed says so, and the prompt tells
+  the model). The project's own rules read code only (issue 25): reading comments made honest
+  proofs fail (`instance` in prose, `true:` in a results table, `#pairs = 25`) and let comments
+  hide things from a reader that did not parse them (`instance (priority := high) /- : Inhabited
+  -/ : OfNat Nat 100` was read as an `Inhabited` instance). With a lexer, a comment is whitespace.
 - Literal names and instances (rules 4 and 10): rule 9 leaves `true`, `false` and numerals, and
   Lean elaborates even those in the file's scope. C: `elabConfig`
   (`src/Lean/Elab/Tactic/Config.lean`) puts the file's own syntax `v` into `{ opt := v : Cfg }` and
@@ -190,19 +209,21 @@ Decisions, and why:
   (`Bool.false`) with a reserved macro scope (C: `mkCIdentFrom` in Init's syntax helpers), and
   `resolveName` (`src/Lean/Elab/Term.lean`) takes a pre-resolved name over any scope lookup. The
   alias routes are `export` and `open ... renaming x → true` (the word `renaming`), both rule 4;
-  `«true»` is rule 2. Rejected honest forms: `| true | false => e` (write one alternative each),
-  `(true : Bool)`, `true:` or `def true` in a comment, `deriving instance`. Not covered, on
-  purpose: a field or constructor named `true` where rule 10 does not look (`(x true : Bool)` in a
-  structure): a projection takes its structure as an explicit argument and a constructor has its
-  inductive's type, so neither elaborates at type `Bool` without a coercion, and there are no
-  instances; `True` and `False` (propositions, never a configuration value). The build runs in the
+  `«true»` is rule 2. Rejected honest forms: `(true : Bool)` and `(f true : Bool)` (ascriptions
+  read like binders), `:= true :: xs` (read like a structure constructor; write `[true] ++ xs`),
+  a structure line starting with `true` after a complete term, `deriving instance` of another
+  class. Instances of `Repr`, `BEq`, `Hashable`, `ToString`, `Ord`, `LT` stay out (decision and
+  sources in `docs/trust-model.md`); `deriving Repr, BEq, ...` on a new type's declaration passes
+  (its instances are for the new type, which no configuration field has). Not covered, on
+  purpose: `True` and `False` (propositions, never a configuration value). The build runs in the
   sandbox and the judge reads only the export the build wrote (on the olean route, the olean as
   data), so this rule is defence in depth: code it missed could spend the build's time and memory,
   not decide the verdict.
 
 Everything here is linear in the input: C-level regex scans with possessive quantifiers, one pass
-over the distinct words, and at most one scan per rule; 1 MiB of adversarial text takes well under
-a second. No function here raises on any `str`.
+over the distinct words, one lexing pass, and at most one scan per rule (every re-read is memoised
+or bounded: instance headers, binder layers, interpolation depth). No function here raises on any
+`str`.
 """
 
 from __future__ import annotations
