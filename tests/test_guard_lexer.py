@@ -58,6 +58,13 @@ CASES: list[tuple[str, str, list[tuple[str, str]]]] = [
         [("block_comment", "/- c -/"), ("string", '"{'), ("string", '}"')],
     ),
     ("plain-brace", 'f "{" x', [("string", '"{"')]),
+    ("format-interpolated", 'f! "a{b}"', [("string", '"a{'), ("string", '}"')]),
+    (
+        "interpolated-after-line-comment",
+        's!  -- c\n  "{y}"',
+        [("line_comment", "-- c"), ("string", '"{'), ("string", '}"')],
+    ),
+    ("bang-name-without-brace", 'panic! "no brace"', [("string", '"no brace"')]),
     ("escaped-name", '«a " b» x', []),
     ("dash-op", "a - b / c --x", [("line_comment", "--x")]),
     ("name-bang-comment", "s!-- c\n", [("line_comment", "-- c")]),
@@ -93,6 +100,16 @@ PROBLEMS: list[tuple[str, str, str]] = [
     ("unterminated-raw", 'r#"a"', "unterminated raw string"),
     ("bad-char", "x 'ab'", "malformed character literal"),
     ("unterminated-escape", "x «a", "unterminated '«'"),
+    # Lean reads `panic! "{"` as a plain string; a lexer that guessed "interpolated" would hide the
+    # code up to the next quote (and the other way round for an unknown interpolating syntax)
+    (
+        "brace-after-other-bang-name",
+        'def x := panic! "{"\ndef true := 1\n-- "}" "\n-- "',
+        "other than s! or f!",
+    ),
+    ("brace-after-dotted-s-bang", 'x.s! "{"', "other than s! or f!"),
+    ("brace-after-longer-s-bang", 'ss! "{x}"', "other than s! or f!"),
+    ("nested-too-deep", 's!"{' * 17, "nested too deep"),
 ]
 
 

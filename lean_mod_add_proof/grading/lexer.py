@@ -26,8 +26,9 @@ What is followed, and where (all in `src/Lean/Parser/Basic.lean` unless named):
   character (`isIdRest`, `src/Init/Meta/Defs.lean`), so `h'` is a name and `x'"` a name then a
   string.
 - `identFnAux`: `«` starts an escaped name part running to `»`.
-- `interpolatedStrFn` (`src/Lean/Parser/StrInterpolation.lean`): in `s!"..."` (and every other
-  `interpolatedStr` user, all spelled `name!`) `{` opens a term, read as code up to its `}`.
+- `interpolatedStrFn` (`src/Lean/Parser/StrInterpolation.lean`): in `s!"..."` and `f!"..."` (the
+  `interpolatedStr` users in Init; `dbg_trace` is a banned word) `{` opens a term, read as code up
+  to its `}`. A string holding `{` after any other name ending in `!` is refused.
 
 Where a file could be read two ways by a lexer that does not hold Lean's whole token table, the
 file is refused instead (`LexProblem`): a comment opened right after an operator character (Lean
@@ -110,7 +111,10 @@ _WHITESPACE_RE = re.compile(r"[ \t\n]*+")
 #: Characters after which a comment opener might instead end a multi-character token (`<-`, `\/`).
 _OPERATOR_CHARS = frozenset("!#$%&*+-./:;<=>?@\\^|~")
 #: A string right after a name ending in `!` (`s!`, `f!`, after optional whitespace) is interpolated.
-_BANG_NAME_END_RE = re.compile(f"[{_ID_REST}]!")
+_BANG_NAME_END_RE = re.compile(f"[{_ID_REST}]!$")
+# The `interpolatedStr` users a submission can reach: `s!` (`src/Init/Data/ToString/Macro.lean`)
+# and `f!` (`src/Init/Data/Format/Macro.lean`), as whole tokens (`x.s!` is a name, not `s!`).
+_INTERPOLATING_RE = re.compile(f"(?:^|[^{_ID_REST}.])[sf]!$")
 _ID_REST_RE = re.compile(f"[{_ID_REST}]")
 _NOT_NEWLINE_RE = re.compile(r"[^\n]")
 
@@ -121,9 +125,15 @@ class _Lexer:
         self.lexemes: list[Lexeme] = []
         # (start, end, quote) of each blanked span, in order; see `code_view`
         self.spans: list[tuple[int, int, str | None]] = []
-        # the last two characters of code read (comments never change them): a string after a
-        # name ending in `!` (`s!`, `f!`) is interpolated
+        # the last characters of code read, whitespace and comments as one space: a string
+        # after `s!` or `f!` is interpolated
         self.last_code = ""
+
+    def note_code(self, chunk: str) -> None:
+        """Keep the last characters of code read, whitespace (and so comments) as one space."""
+        lead = " " if chunk[:1].isspace() else ""
+        trail = " " if chunk[-1:].isspace() else ""
+        self.last_code = (self.last_code + lead + " ".join(chunk.split()) + trail)[-6:]
 
     def add(self, kind: LexemeKind, start: int, end: int, quote: str | None = None) -> None:
         """Record a lexeme; the code view blanks it (newlines kept). A literal keeps a quote at
@@ -131,8 +141,7 @@ class _Lexer:
         the code view still shows that a literal stands there, never a name or a numeral."""
         self.lexemes.append(Lexeme(kind, start, end))
         self.spans.append((start, end, quote))
-        if quote is not None:
-            self.last_code = self.text[end - 1]
+        self.note_code(self.text[end - 1] if quote is not None else " ")
 
     def code_view(self) -> str:
         text = self.text
@@ -233,8 +242,8 @@ class _Lexer:
         while True:
             start = pos
             pos = _CODE_RE.match(text, pos).end()  # type: ignore[union-attr]
-            if pos > start and (stretch := text[start:pos].rstrip()):
-                self.last_code = (self.last_code + stretch)[-2:] if len(stretch) < 2 else stretch[-2:]
+            if pos > start:
+                self.note_code(text[start:pos])
             if pos >= n:
                 return pos
             ch = text[pos]
@@ -242,13 +251,13 @@ class _Lexer:
             if ch == "{":
                 braces += 1
                 pos += 1
-                self.last_code = "{"
+                self.note_code("{")
             elif ch == "}":
                 if interpolation and braces == 0:
                     return pos
                 braces = max(braces - 1, 0)
                 pos += 1
-                self.last_code = "}"
+                self.note_code("}")
             elif ch in "-/":  # `--` or `/-`, by construction of the code pattern
                 # `!` and `?` may end a name (`s!`, `isIdRest`), which Lean reads whole first.
                 in_name = before in "!?" and pos > 1 and _ID_REST_RE.match(text, pos - 2) is not None
@@ -263,7 +272,7 @@ class _Lexer:
                     return result
                 pos = result
             elif ch == '"':
-                if _BANG_NAME_END_RE.fullmatch(self.last_code) is not None:
+                if _INTERPOLATING_RE.search(self.last_code.rstrip()) is not None:
                     result = self.interpolated(pos, depth)
                     if isinstance(result, LexProblem):
                         return result
@@ -272,12 +281,18 @@ class _Lexer:
                     m = _STRING_RE.match(text, pos)
                     if m is None:
                         return LexProblem("an unterminated string literal", pos)
+                    if "{" in m.group(0) and _BANG_NAME_END_RE.search(self.last_code.rstrip()) is not None:
+                        # `panic! "{..}"`: whether Lean reads it interpolated depends on syntax
+                        # the lexer does not hold; refuse rather than guess.
+                        return LexProblem(
+                            "a string with '{' right after a name ending in '!' other than s! or f!", pos
+                        )
                     self.add("string", pos, m.end(), '"')
                     pos = m.end()
             elif ch == "'":
                 if text.startswith("''", pos):
                     pos += 2
-                    self.last_code = "''"
+                    self.note_code("''")
                     continue
                 m = _CHAR_RE.match(text, pos)
                 if m is None:
@@ -289,7 +304,7 @@ class _Lexer:
                 if end < 0:
                     return LexProblem("an unterminated '«' name", pos)
                 pos = end + 1
-                self.last_code = "»"
+                self.note_code("»")
             else:  # `r` before `#`s and `"`: a raw string
                 m = _RAW_START_RE.match(text, pos)
                 if m is None:  # cannot happen: the code pattern stops at `r` only before one
