@@ -276,9 +276,10 @@ def test_a_comment_inside_a_refused_construct_never_makes_it_pass(
     text = with_body(body)
     start = text.index(body)
     pos = data.draw(st.sampled_from(token_starts(text, start, start + len(body))))
-    noisy = insert_comment(text, pos, kind, words)
+    noisy = insert_comment(text, pos, kind, f"{words} zqxmarker")
     verdict = check_guard(noisy)
     assert not verdict.passed, noisy
+    assert "zqxmarker" not in verdict.reason  # a message never quotes a comment (issue 25)
 
 
 @CORPUS_SETTINGS
