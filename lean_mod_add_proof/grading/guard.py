@@ -1146,49 +1146,67 @@ _MAX_INSTANCE_HEADER_CHARS = 4096
 #: Most binder groups, arrows and parentheses read off an instance type before its class.
 _MAX_BINDER_LAYERS = 64
 _BINDER_RE = re.compile(rf"(?:∀|forall(?![{_WORD_CHARS}]))")
-_ARROWS = ("→", "->")
+_ARROW_SET = frozenset({"→", "->"})
+_COMMA = frozenset({","})
+_HEADER_SCAN_RE = re.compile(
+    rf"[(\[{{⦃⟨)\]}}⦄⟩]|:=|::|:|(?<![{_WORD_CHARS}'!?.])where(?![{_WORD_CHARS}'!?])|\n(?=\S)"
+)
+_SPLIT_SCAN_RE = re.compile(r"[(\[{⦃⟨)\]}⦄⟩]|,|→|->")
+_BRACKETS_SCAN_RE = re.compile(r"[(\[{⦃⟨)\]}⦄⟩]")
 
 
 def _instance_type(code: str, pos: int, stop: int) -> str | None:
     """The type an `instance` header starting at `pos` declares: from its first `:` outside
     brackets (binders and `(priority := ...)` are bracketed) to the `:=`, `where` or line starting
-    a new command that ends the header; None when no `:` comes first."""
+    a new command that ends the header; None when no `:` comes first, or when the header runs
+    into `stop` (the next `instance`) or past `_MAX_INSTANCE_HEADER_CHARS` (unreadable)."""
     depth = 0
-    i = pos
     colon = -1
     n = min(stop, pos + _MAX_INSTANCE_HEADER_CHARS)
-    while i < n:
-        ch = code[i]
-        if ch in _OPEN_BRACKETS:
+    for m in _HEADER_SCAN_RE.finditer(code, pos, n):
+        token = m.group(0)
+        if token in _OPEN_BRACKETS:
             depth += 1
-        elif ch in _CLOSE_BRACKETS:
+        elif token in _CLOSE_BRACKETS:
             depth = max(depth - 1, 0)
-        elif depth == 0 and code.startswith(":=", i):
-            break
-        elif depth == 0 and ch == ":" and colon < 0 and not code.startswith("::", i):
-            colon = i
-        elif depth == 0 and code.startswith("where", i) and not _is_name_char(code[i - 1 : i] or " "):
-            break
-        elif depth == 0 and ch == "\n" and not code[i + 1 : i + 2].isspace():
-            break  # a new command starts at the line's first column: the header ended
-        i += 1
-    if i >= n and n < len(code):
-        return None  # cut by the next `instance`, or longer than any honest header: unreadable
-    return code[colon + 1 : i] if colon >= 0 else None
+        elif depth:
+            continue
+        elif token == ":":
+            if colon < 0:
+                colon = m.start()
+        elif token != "::":  # `:=`, `where`, or a new command at column 0: the header ended
+            return code[colon + 1 : m.start()] if colon >= 0 else None
+    if n < len(code):
+        return None
+    return code[colon + 1 : n] if colon >= 0 else None
 
 
-def _top_level_split(text: str, separators: tuple[str, ...]) -> list[int]:
-    """Positions in `text` of `separators` outside brackets."""
+def _top_level(text: str, separators: frozenset[str], first_only: bool) -> list[int]:
+    """Positions in `text` of `separators` (`,`, `→`, `->`) outside brackets; with `first_only`,
+    only the first."""
     found: list[int] = []
     depth = 0
-    for i, ch in enumerate(text):
-        if ch in _OPEN_BRACKETS:
+    for m in _SPLIT_SCAN_RE.finditer(text):
+        token = m.group(0)
+        if token in _OPEN_BRACKETS:
             depth += 1
-        elif ch in _CLOSE_BRACKETS:
+        elif token in _CLOSE_BRACKETS:
             depth = max(depth - 1, 0)
-        elif depth == 0 and text.startswith(separators, i):
-            found.append(i)
+        elif depth == 0 and token in separators:
+            found.append(m.start())
+            if first_only:
+                break
     return found
+
+
+def _closing_paren(text: str) -> int:
+    """Where the bracket opening `text` closes (-1 if it does not)."""
+    depth = 0
+    for m in _BRACKETS_SCAN_RE.finditer(text):
+        depth += 1 if m.group(0) in _OPEN_BRACKETS else -1
+        if depth == 0:
+            return m.start()
+    return -1
 
 
 def _conclusion_head(type_text: str) -> str:
@@ -1197,17 +1215,17 @@ def _conclusion_head(type_text: str) -> str:
     t = type_text.strip()
     for _ in range(_MAX_BINDER_LAYERS):  # each layer rescans what is left: bounded, so linear
         if (binder := _BINDER_RE.match(t)) is not None:
-            commas = _top_level_split(t[binder.end() :], (",",))
+            commas = _top_level(t[binder.end() :], _COMMA, first_only=True)
             if not commas:
                 return ""
             t = t[binder.end() + commas[0] + 1 :].strip()
             continue
-        arrows = _top_level_split(t, _ARROWS)
+        arrows = _top_level(t, _ARROW_SET, first_only=False)
         if arrows:
             last = arrows[-1]
             t = t[last + (1 if t[last] == "→" else 2) :].strip()
             continue
-        if t[:1] == "(" and t.endswith(")") and not _top_level_split(t[1:-1], (")",)):
+        if t[:1] == "(" and _closing_paren(t) == len(t) - 1:
             t = t[1:-1].strip()
             continue
         head = _DECL_NAME_RE.match(t)
