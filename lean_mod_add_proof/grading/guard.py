@@ -419,7 +419,6 @@ _HASH_OK = frozenset(c[1:] for c in ALLOWED_HASH_COMMANDS)
 # Always-rejected characters; other non-ASCII characters are judged by Unicode category.
 _BAD_ASCII = frozenset(chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-_ESCAPES = frozenset("«»")
 
 # Rule 5. `%` right after an identifier (a letter, `_`, `'`, `!`, `?` or subscript, then any
 # digits): a number alone before `%` (`100%`) does not match. `lc` + capital at the start of a
@@ -443,10 +442,9 @@ _STRUCT_VALUE_RE = re.compile(
 _PRIORITY_VALUE_RE = re.compile(rf"{_WS}(?:high|mid|low|default|[0-9]++)(?![A-Za-z0-9_'!?.]){_WS}\)")
 _TACTIC_VALUED = frozenset(TACTIC_VALUED_NAMES)
 
-# Rule 10. A literal name as a whole ASCII run; a `|` that is not the second of `||` or `<|` (a
+# Rule 10. A `|` that is not the second of `||` or `<|` (a
 # name never starts with `|` or `>`, so `||`, `|||` and `|>` need no more); the declaring keywords;
 # block-comment and bracket tokens, matched once per file.
-_LITERAL_RE = re.compile(r"(?<![A-Za-z0-9_])(?:true|false)(?![A-Za-z0-9_])")
 _BAR_RE = re.compile(r"(?<![|<])\|")
 _DECLARING_RE = re.compile(rf"(?<![{_WORD_CHARS}.])(?:{'|'.join(DECLARING_KEYWORDS)})(?![{_WORD_CHARS}])")
 _DECL_NAME_RE = re.compile(_NAME)
