@@ -426,7 +426,7 @@ _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _PERCENT_RE = re.compile(r"(?:(?<=[^\W\d])|(?<=['!?]))\d*+%")
 _LC_RE = re.compile(r"(?<![A-Za-z_])lc[A-Z]")
 
-# Rule 9. `(`, whitespace, then a comment, or a name then whitespace then a comment or `:=`. A name
+# Rule 9 (on the code view, where comments are blanks). `(`, whitespace, a name, whitespace, `:=`. A name
 # is a run of anything but whitespace, ASCII punctuation other than `_'!?.`, and unicode brackets:
 # wider than Lean's identifiers, so it can only flag more. Possessive quantifiers keep every
 # match linear (nothing is retried).
