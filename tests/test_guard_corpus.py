@@ -131,10 +131,127 @@ HONEST_BODIES: dict[str, str] = {
     ),
 }
 
-HONEST_FILES = {name: with_body(body) for name, body in HONEST_BODIES.items()} | {
-    "reference-5": reference_submission(5),
-    "reference-7": reference_submission(7),
+#: Whole files, each proving the task's theorem its own way (`@SIG@` is its signature).
+_WHOLE_FILES: dict[str, str] = {
+    "open-in": HEADER
+    + """
+open LeanCheckedNetwork.Net in
+/-- The whole table: 49 pairs, checked by the kernel (`decide +kernel` reduces the `Decidable`
+instance of the bounded quantifiers; no `instance` is declared here). -/
+@SIG@ := by
+  decide +kernel
+""",
+    "rows": HEADER
+    + """
+namespace LeanCheckedNetwork.Net
+
+/-! ## Row lemmas
+Each row `a` is checked separately (true: faster kernel reduction). -/
+
+private theorem row (a : Nat) (ha : a < 7) : ∀ b, b < 7 → answer a b = (a + b) % 7 := by
+  match a, ha with
+  | 0, _ | 1, _ | 2, _ => decide +kernel
+  | 3, _ | 4, _ | 5, _ | 6, _ => decide +kernel
+
+theorem adds_mod_7 : ∀ a, a < 7 → ∀ b, b < 7 → answer a b = (a + b) % 7 :=
+  fun a ha => row a ha
+
+end LeanCheckedNetwork.Net
+""",
+    "fin-forall": HEADER
+    + """
+-- Restate over `Fin 7` so that `decide` sees a finite type: Fin has a `DecidableEq` instance and
+-- `Nat.decidableBallLT` handles `∀ a < 7`.
+theorem aux : ∀ a : Fin 7, ∀ b : Fin 7, LeanCheckedNetwork.Net.answer a b = (a + b : Nat) % 7 := by
+  decide +kernel
+
+@SIG@ :=
+  fun a ha b hb => aux ⟨a, ha⟩ ⟨b, hb⟩
+""",
+    "bool-check": HEADER
+    + """
+/-- `check` is `true` iff every pair is right; `decide`-free: we evaluate the `Bool`. -/
+def check : Bool := (List.range 7).all fun a => (List.range 7).all fun b =>
+  LeanCheckedNetwork.Net.answer a b == (a + b) % 7
+
+theorem check_eq : check = true := by decide +kernel
+
+@SIG@ := by
+  intro a ha b hb
+  have h := check_eq
+  simp only [check, List.all_eq_true, List.mem_range, beq_iff_eq] at h
+  exact h a ha b hb
+""",
+    "set-option-in": HEADER
+    + """
+set_option maxRecDepth 100000 in
+set_option maxHeartbeats 0 in
+@SIG@ := by
+  decide (config := { kernel := true })
+""",
+    "structure-helper": HEADER
+    + """
+/-- A pair with its expected answer. -/
+structure Case where
+  a : Nat
+  b : Nat
+  expected : Nat
+  deriving Repr, DecidableEq
+
+def cases : List Case := (List.range 7).flatMap fun a => (List.range 7).map fun b => ⟨a, b, (a + b) % 7⟩
+
+instance : Inhabited Case := ⟨⟨0, 0, 0⟩⟩
+
+@SIG@ := by
+  decide +kernel
+""",
+    "comments-everywhere": HEADER
+    + """
+theorem LeanCheckedNetwork.Net.adds_mod_7 : -- the required statement
+    ∀ a, a < 7 → -- a is a class index
+    ∀ b, b < 7 → /- b too -/ LeanCheckedNetwork.Net.answer a b = (a + b) % 7 := by
+  -- `decide +kernel`: the kernel evaluates the Decidable instance (import of Weights gives Spec)
+  decide +kernel -- where false would mean a wrong pair; true: all 49 pass
+""",
+    "tactic-or-pattern": HEADER
+    + """
+theorem bcases (b : Bool) : (b || !b) = true := by
+  cases b with
+  | true | false => rfl
+
+@SIG@ := by
+  decide +kernel
+""",
+    "instance-where-decidable": HEADER
+    + """
+def Good (a b : Nat) : Prop := LeanCheckedNetwork.Net.answer a b = (a + b) % 7
+
+instance (a b : Nat) : Decidable (Good a b) := by unfold Good; exact inferInstance
+
+@SIG@ := by
+  decide +kernel
+""",
+    "calc-omega": HEADER
+    + """
+theorem small (a : Nat) (h : a < 7) : a % 7 = a := by omega
+
+@SIG@ := by
+  intro a ha b hb
+  revert a b
+  decide +kernel
+""",
 }
+WHOLE_FILES = {name: text.replace("@SIG@", theorem_signature(7)) for name, text in _WHOLE_FILES.items()}
+
+
+HONEST_FILES = (
+    WHOLE_FILES
+    | {name: with_body(body) for name, body in HONEST_BODIES.items()}
+    | {
+        "reference-5": reference_submission(5),
+        "reference-7": reference_submission(7),
+    }
+)
 
 
 @pytest.mark.parametrize("text", list(HONEST_FILES.values()), ids=list(HONEST_FILES))
@@ -221,11 +338,12 @@ assert not any(
 prose = st.lists(st.sampled_from(PROSE), min_size=1, max_size=4).map(" ".join)
 comment_kind = st.sampled_from(["line", "block", "nested"])
 
-# Lean tokens of the code view: names (with dots), numbers, `@[`, `+opt`, `#check`, a run of
+# Lean tokens of the code view: names (with dots), numbers, `@[`, `+opt`, `#check`, `.field` (no
+# space allowed after a `)`), a run of
 # operator characters (`:=`, `==`, `<;>`: Lean reads a token table's longest match, never its
 # halves), any other character.
 _TOKEN_RE = re.compile(
-    r"#?[A-Za-z_\u0370-\u03ff][\w'!?.\u2080-\u209c]*|[0-9][\w.]*|@\[|[+-][A-Za-z]\w*"
+    r"#?[A-Za-z_\u0370-\u03ff][\w'!?.\u2080-\u209c]*|[0-9][\w.]*|@\[|[+-][A-Za-z]\w*|\.[\w'!?]+"
     r"|[!#$%&*+\-./:;<=>?@\\^|~]+|\S"
 )
 
