@@ -994,6 +994,9 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "deriving-instances": lambda n: _fill("deriving instance DecidableEq for T\n", size=n),
     "class-words": lambda n: _fill("Decidable ", size=n),
     "ctor-assigns": lambda n: _fill(":= true ", size=n),
+    "instance-words-in-a-header": lambda n: _fill(
+        "instance ", head=HEADER + "instance : Decidable (", size=n
+    ),
 }
 
 

@@ -81,6 +81,7 @@ HONEST_BODIES: dict[str, str] = {
     "inhabited-where": (
         "structure Pt where\n  x : Nat\n  y : Nat\n\ninstance : Inhabited Pt where\n  default := ⟨0, 0⟩"
     ),
+    "decidable-parens": "def P (n : Nat) : Prop := n < 5\ninstance : (Decidable (P 1)) := Nat.decLt 1 5",
     "nonempty": "instance : Nonempty Nat := ⟨0⟩ -- the instance is only an example",
     "helper-lemmas": (
         "theorem mod_small (a : Nat) (h : a < 7) : a % 7 = a := Nat.mod_eq_of_lt h\n\n"
@@ -284,6 +285,9 @@ REFUSED_BODIES: dict[str, tuple[str, str]] = {
     "structure-constructor-where": ("structure S where\n  true ::\n  n : Nat", "true"),
     "constructors": ("inductive B | true | false", "true"),
     "binder": ("def g (a true : Bool) : Bool := a", "true"),
+    "binder-run-first": ("def g (true a : Bool) : Bool := a", "true"),
+    "binder-run-lines": ("def g (true\n    a : Bool) : Bool := a", "true"),
+    "constructor-before-arrow": ("inductive T | a | true\n  | x => 1", "true"),
     # configuration values that are not literals (rule 9)
     "config-name": ("example : 1 = 1 := by decide (kernel := myCfg)", "kernel"),
     "config-in-interpolation": ('def s : String := s!"{(by decide (kernel := myCfg) : 1 = 1)}"', "kernel"),

@@ -68,12 +68,19 @@ CASES: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("escaped-name", '«a " b» x', []),
     ("dash-op", "a - b / c --x", [("line_comment", "--x")]),
     ("name-bang-comment", "s!-- c\n", [("line_comment", "-- c")]),
+    # `'` followed by `'` starts no character literal (`tokenFnAux`)
+    ("two-quotes", "x '' 'c'", [("char", "'c'")]),
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_lexemes(text: str, expected: list[tuple[str, str]]) -> None:
     assert kinds(text) == expected
+
+
+def test_a_comment_right_after_a_doc_opener_is_blanked_with_the_doc() -> None:
+    # `/--` is a token whose trailing whitespace holds `-- c`; the body goes on to `-/`
+    assert "body" not in code("/---- c\n body -/ x") and code("/---- c\n body -/ x").endswith(" x")
 
 
 def test_code_view_keeps_positions_and_blanks_the_rest() -> None:
