@@ -65,7 +65,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_guard.py",
         "tests/test_guard_redteam.py",
         "tests/test_guard_properties.py",
+        "tests/test_guard_corpus.py",
     ),
+    "lexer": ("tests/test_guard_lexer.py", "tests/test_guard_corpus.py"),
 }
 
 #: Tests timed against the wall clock (by name; tests/timing.py): left out of mutation runs.

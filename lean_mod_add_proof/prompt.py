@@ -24,7 +24,7 @@ from lean_mod_add_proof.constants import (
     theorem_signature,
 )
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH, TaskRecord, weights_path
-from lean_mod_add_proof.grading.guard import BANNED_WORDS, GUARD_RULES
+from lean_mod_add_proof.grading.guard import CODE_BANNED_WORDS, GUARD_RULES, SEED_BANNED_WORDS
 from lean_mod_add_proof.grading.result import AxiomsMode
 
 SYSTEM_PROMPT = (
@@ -89,7 +89,8 @@ def _code_list(items: Sequence[str]) -> str:
 def rules_section(
     *,
     timeout_s: float,
-    banned_words: Sequence[str] = BANNED_WORDS,
+    banned_words: Sequence[str] = SEED_BANNED_WORDS,
+    code_banned_words: Sequence[str] = CODE_BANNED_WORDS,
     guard_rules: Sequence[str] = GUARD_RULES,
     axioms_mode: AxiomsMode = "subset",
     memory_mb: int | None = None,
@@ -112,6 +113,7 @@ def rules_section(
         "no Batteries; only Lean core).",
         f"Imports: only {_code_list(ALLOWED_IMPORTS)}; the file must import `{REQUIRED_IMPORT}`.",
         f"Forbidden words (anywhere in the file, comments and strings included): {_code_list(banned_words)}.",
+        f"Forbidden words in code (comments and strings may mention them): {_code_list(code_banned_words)}.",
         *guard_rules,
         f"Time limit: compiling your file and the grader's kernel replay of every declaration in it "
         f"(the kernel checks your proof once, in the replay), with the statement and axiom checks, "
@@ -131,7 +133,7 @@ def build_prompt(
     network_lean: str,
     weights_lean: str,
     timeout_s: float,
-    banned_words: Sequence[str] = BANNED_WORDS,
+    banned_words: Sequence[str] = SEED_BANNED_WORDS,
     axioms_mode: AxiomsMode = "subset",
     memory_mb: int | None = None,
 ) -> str:

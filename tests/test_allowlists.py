@@ -323,9 +323,17 @@ RULE_PHRASES = (
     "`set_option` may only set `maxHeartbeats`",
     "any other `(name := value)` is rejected",
     "No name may be directly followed by `%`",
-    "No `«»` identifier escapes",
     "Nothing may be named `true` or `false`",
+    "`instance` and `deriving instance` may only declare instances of",
+    "Comments, strings and character literals must be closed",
+    "No `«»` identifier escapes",
 )
+
+
+def test_every_guard_rule_has_an_example_that_passes_and_one_that_fails() -> None:
+    # issue 25: the prompt states every rule with one short example each way
+    for rule in GUARD_RULES:
+        assert "Passes: " in rule and "Fails: " in rule, rule
 
 
 def test_every_guard_rule_is_shown_to_the_model_once() -> None:

@@ -19,10 +19,12 @@ from lean_mod_add_proof.grading.guard import (
     ALLOWED_OPTIONS,
     BANNED_WORD_PARTS,
     BANNED_WORDS,
+    CODE_BANNED_WORDS,
     GUARD_RULES,
     INSTANCE_CLASSES,
     INTERNAL_ERROR_REASON,
     MAX_SUBMISSION_BYTES,
+    SEED_BANNED_WORDS,
     GuardVerdict,
     check_guard,
 )
@@ -39,16 +41,34 @@ def with_body(body: str) -> str:
 # --- every banned word ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("word", BANNED_WORDS, ids=BANNED_WORDS)
-@pytest.mark.parametrize("where", ["code", "comment", "string", "docstring"])
-def test_every_banned_word_fails_with_its_name_and_line(word: str, where: str) -> None:
-    body = {
-        "code": f"def x := {word}",
-        "comment": f"-- we avoid {word} here",
-        "string": f'def s : String := "{word}"',
-        "docstring": f"/-- uses {word} -/\ndef y := 1",
-    }[where]
-    verdict = check_guard(with_body(body))
+WORD_PLACES = {
+    "code": "def x := {}",
+    "comment": "-- we avoid {} here",
+    "block-comment": "/- we avoid {} here -/ def x := 1",
+    "string": 'def s : String := "{}"',
+    "docstring": "/-- uses {} -/\ndef y := 1",
+}
+
+
+@pytest.mark.parametrize("word", SEED_BANNED_WORDS, ids=SEED_BANNED_WORDS)
+@pytest.mark.parametrize("where", list(WORD_PLACES))
+def test_every_seed_word_fails_anywhere_with_its_name_and_line(word: str, where: str) -> None:
+    verdict = check_guard(with_body(WORD_PLACES[where].format(word)))
+    assert not verdict.passed
+    assert verdict.word == word
+    assert verdict.line == 3
+    assert f"'{word}'" in verdict.reason and "line 3" in verdict.reason
+
+
+@pytest.mark.parametrize("word", CODE_BANNED_WORDS, ids=CODE_BANNED_WORDS)
+@pytest.mark.parametrize("where", list(WORD_PLACES))
+def test_every_project_word_fails_in_code_only(word: str, where: str) -> None:
+    # The seed names its own words "anywhere, comments included"; the project's extra words guard
+    # code paths, and a comment or a string runs nothing (issue 25).
+    verdict = check_guard(with_body(WORD_PLACES[where].format(word)))
+    if where != "code":
+        assert verdict.passed, verdict.reason
+        return
     assert not verdict.passed
     assert verdict.word == word
     assert verdict.line == 3
@@ -109,10 +129,10 @@ BYPASSES: list[tuple[str, str, str]] = [
     ("escaped-sorry", with_body("theorem t : True := by «sorry»"), "«"),
     ("escaped-debug-option", with_body("set_option «debug».skipKernelTC true"), "«"),
     ("escaped-namespace", with_body("open Lean.«Elab»"), "«"),
-    ("closing-guillemet-alone", with_body("def x := 1 -- »"), "»"),
+    ("closing-guillemet-alone", with_body("def x := 1 »"), "»"),
     ("debug-option", with_body("set_option debug.skipKernelTC true"), "debug"),
     ("debug-option-line-break", with_body("set_option\n  debug.skipKernelTC\n  true in"), "debug"),
-    ("skipKernelTC-alone", with_body("-- skipKernelTC"), "skipKernelTC"),
+    ("skipKernelTC-alone", with_body("def y := skipKernelTC"), "skipKernelTC"),
     ("decide-native", with_body("example : 1 = 1 := by decide +native"), "native"),
     ("decide-native-nospace", with_body("example : 1 = 1 := by decide+native"), "native"),
     ("decide-native-wide", with_body("example : 1 = 1 := by decide   +   native"), "native"),
@@ -153,8 +173,9 @@ BYPASSES: list[tuple[str, str, str]] = [
     ("tactic-attribute", with_body("@[tactic foo] def x := 1"), "tactic"),
     ("command-elab-attribute", with_body("attribute [command_elab foo] x"), "command_elab"),
     ("unlisted-attribute", with_body("@[simp, combinator_formatter foo] def x := 1"), "combinator_formatter"),
-    ("attribute-after-comment", with_body("attribute /- hi -/ [tactic foo] x"), "attribute"),
-    ("attribute-comment-inside", with_body("@[simp -- ]\n , tactic foo] def x := 1"), "@["),
+    # A comment is whitespace (issue 25): the list after it is read, and judged.
+    ("attribute-after-comment", with_body("attribute /- hi -/ [tactic foo] x"), "tactic"),
+    ("attribute-comment-inside", with_body("@[simp -- ]\n , tactic foo] def x := 1"), "tactic"),
     ("attribute-string-inside", with_body('@[simp "]" , tactic foo] def x := 1'), "@["),
     ("attribute-unterminated", with_body("@[simp def x := 1"), "@["),
     (
@@ -194,7 +215,9 @@ IMPORT_CASES: list[tuple[str, str, str]] = [
     ("import-Mathlib", f"import Mathlib\n{HEADER}{PROOF}", "import 'Mathlib'"),
     ("import-Submission", f"{HEADER}import LeanCheckedNetwork.Submission\n{PROOF}", "not allowed"),
     ("import-all", f"import all {REQUIRED_IMPORT}\n{PROOF}", "import 'all'"),
-    ("import-newline", f"import\n{REQUIRED_IMPORT}\n{PROOF}", "not allowed"),
+    # Lean reads the module name after any whitespace (a comment or a line break included): the
+    # name is still judged (issue 25)
+    ("import-newline", f"import\nLeanCheckedNetwork.Submission\n{HEADER}{PROOF}", "not allowed"),
     ("import-escaped", f"import «LeanCheckedNetwork».Weights\n{PROOF}", "escape"),
     ("import-trailing-dot", f"import {REQUIRED_IMPORT}.Foo\n{PROOF}", "not allowed"),
     (
@@ -216,12 +239,7 @@ IMPORT_CASES: list[tuple[str, str, str]] = [
         f"{HEADER}{PROOF}\nimport LeanCheckedNetwork.Network\n",
         "outside the file header",
     ),
-    (
-        "import-word-in-comment",
-        f"{HEADER}-- we import {REQUIRED_IMPORT} above\n{PROOF}",
-        "outside the file header",
-    ),
-    ("unterminated-comment", f"/- {HEADER}{PROOF}", "missing required"),
+    ("unterminated-comment", f"/- {HEADER}{PROOF}", "an unterminated comment on line 1"),
 ]
 
 
@@ -454,19 +472,21 @@ LIVE_PATHS: list[tuple[str, str, str, int | None]] = [
     ("attribute-after-a-list", with_body("def xs := [1, [2]]\n@[tactic foo] def x := 1"), "tactic", 4),
     ("attribute-command-after-a-list", with_body("def xs := [1]\nattribute [tactic] x"), "tactic", 4),
     ("attribute-command", with_body("attribute [tactic] x"), "tactic", 3),
-    ("attribute-then-comment", with_body("attribute -- x\n[simp] y"), "attribute", 3),
-    ("attribute-then-block-comment", with_body("attribute /- x -/ [simp] y"), "attribute", 3),
+    ("attribute-then-comment", with_body("attribute -- x\n[tactic] y"), "tactic", 3),
+    ("attribute-then-block-comment", with_body("attribute /- x -/ [tactic] y"), "tactic", 3),
     ("import-after-module-docstring", f"/-! doc -/\n{HEADER}{PROOF}", "import", None),
     ("import-after-docstring", f"/-- doc -/\n{HEADER}{PROOF}", "import", None),
     # every list is checked, not only the first
     ("second-attribute-list", with_body("@[simp] def a := 1\n@[tactic foo] def x := 1"), "tactic", 4),
     ("attribute-list-after-command", with_body("attribute [simp] a\n@[tactic foo] def x := 1"), "tactic", 4),
-    ("block-comment-in-attribute-list", with_body("@[simp /- -/] def x := 1"), "@[", 3),
+    ("block-comment-in-attribute-list", with_body("@[simp /- -/ tactic] def x := 1"), "tactic", 3),
     ("string-in-attribute-list", with_body("@[simp \"x\"] def x := 1"), "@[", 3),
     ("char-in-attribute-list", with_body("@[simp 'x'] def x := 1"), "@[", 3),
     # a digit run is searched for banned words case-sensitively, as identifiers are
     ("capital-word-in-digit-run", with_body("def x := 0IO.FS"), "IO", 3),
-    ("camel-word-in-digit-run", with_body("def x := 1sorryAx"), "sorryAx", 3),
+    ("camel-word-in-digit-run", with_body("def x := 1sorryAx"), "sorry", 3),  # the seed's word first
+    ("camel-project-word-in-digit-run", with_body("def x := 1sorryAxe"), "sorry", 3),
+    ("project-word-in-digit-run", with_body("def x := 1Environment"), "Environment", 3),
     ("attribute-command-spaced", with_body("attribute\n  [local tactic] x"), "tactic", 3),
     ("attribute-command-unterminated", with_body("def xs := [1]\nattribute [simp x"), "@[", 4),
     ("digit-suffixed-name-before-percent", with_body("def y := h2%7"), "h2%", 3),
@@ -531,10 +551,8 @@ def test_the_first_of_many_digit_runs_is_named() -> None:
 
 REASONS: list[tuple[str, str, str]] = [
     # (id, file text, the exact reason)
-    ("attribute-comment", with_body("attribute -- x\n[simp] y"),
-     "a comment after 'attribute' on line 3 is not allowed"),
     ("attribute-unterminated", with_body("@[simp def x := 1"), "unterminated attribute list on line 3"),
-    ("attribute-comment-inside", with_body("@[simp -- ]\n] def x := 1"),
+    ("attribute-string-inside", with_body("@[simp \"x\"] def x := 1"),
      "comment or string inside the attribute list on line 3"),
     ("attribute-word", with_body("@[tactic foo] def x := 1"),
      "attribute word 'tactic' on line 3 is not allowed (allowed: "
@@ -546,8 +564,10 @@ REASONS: list[tuple[str, str, str]] = [
      "'(x := ...)' on line 3 must have a literal value (`true`, `false`, a number, or "
      "`{ field := literal, ... }`): tactic options are compiled and run while the file builds "
      "(write `+opt`/`-opt` for a yes/no option)"),
-    ("named-comment", with_body("def y := f (/- -/ x := 1)"),
-     "a comment inside '( ...' on line 3 is not allowed (it could hide a `(name := value)` option)"),
+    ("named-comment", with_body("def y := f (/- -/ x := g)"),
+     "'(x := ...)' on line 3 must have a literal value (`true`, `false`, a number, or "
+     "`{ field := literal, ... }`): tactic options are compiled and run while the file builds "
+     "(write `+opt`/`-opt` for a yes/no option)"),
     ("module", f"module\n{HEADER}{PROOF}", "a 'module' header (line 1) is not allowed"),
     ("hash", with_body("#eval 1"), "forbidden command '#eval' on line 3 (allowed: #check, #print, #reduce)"),
     ("long-hash", with_body("#" + "a" * 100),
@@ -557,7 +577,7 @@ REASONS: list[tuple[str, str, str]] = [
      "forbidden word 'unsafe' (in 'my_unsafe_x') on line 3"),
     ("word", with_body("def y := sorry"), "forbidden word 'sorry' on line 3"),
     ("nul", with_body("-- \x00"), "NUL character on line 3"),
-    ("escape", with_body("-- «"), "identifier escape '«' on line 3 is not allowed"),
+    ("escape", with_body("def «x» := 1"), "identifier escape '«' on line 3 is not allowed"),
     ("del", with_body("-- \x7f"), "forbidden character U+007F (unnamed) on line 3"),
     ("surrogate", with_body("-- \udc80"), "forbidden character U+DC80 (lone surrogate) on line 3"),
     ("bidi", with_body("-- \u202e"), "forbidden character U+202E RIGHT-TO-LEFT OVERRIDE on line 3"),
@@ -567,9 +587,9 @@ REASONS: list[tuple[str, str, str]] = [
     ("lc", with_body("def y := lcCast"),
      "compiler-internal name 'lcCast' on line 3 is not allowed (`lc…` constants such as `lcCast` are "
      "unsafe compiler axioms)"),
-    ("import-outside", f"{HEADER}{PROOF}-- import {REQUIRED_IMPORT}\n",
-     f"'import' on line {PROOF.count(chr(10)) + 2} is outside the file header (imports must come first; "
-     "the word may not appear anywhere else)"),
+    ("import-outside", f"{HEADER}{PROOF}import {REQUIRED_IMPORT}\n",
+     f"'import' on line {PROOF.count(chr(10)) + 2} is outside the file header (imports must come first, "
+     "before any declaration or doc comment)"),
     ("import-nothing", "import\n", "import '<nothing on this line>' on line 1 is not allowed (allowed: "
      "LeanCheckedNetwork.Network, LeanCheckedNetwork.Weights)"),
 ]  # fmt: skip
@@ -645,7 +665,15 @@ LITERAL_CASES: list[tuple[str, str, str, int]] = [
     ("variable", "variable (false : Bool)", "false", 3),
     ("ascription", "example : (true : Bool) = true := rfl", "true", 3),
     ("colon-after-comments", "example := (0, true /- x -/ -- y\n  : Nat × Bool)", "true", 3),
-    ("shared-alternatives", "def f : Bool → Nat\n  | true | false => 0", "true", 4),
+    # shadowing in any position, with or without comments in between (issue 25)
+    ("field-run", "structure S where\n  x : Nat\n  true other : Bool", "true", 5),
+    ("field-run-comment", "structure S where\n  x : Nat\n  true -- c\n    other : Bool", "true", 5),
+    ("field-binders", "structure S where\n  x : Nat\n  true (n : Nat) : Bool", "true", 5),
+    ("field-default-later", "structure S where\n  x : Nat\n  true := Bool.false", "true", 5),
+    ("binder-run", "def f (a true : Bool) := 1", "true", 3),
+    ("binder-run-lines", "def f (a\n    true : Bool) := 1", "true", 4),
+    ("constructor-name-assign", "structure S := true ::\n  x : Nat", "true", 3),
+    ("constructor-name-where-comment", "structure S where /- c -/\n  true ::\n  x : Nat", "true", 4),
 ]  # fmt: skip
 
 
@@ -665,8 +693,8 @@ LITERAL_REASONS: list[tuple[str, str, str]] = [
      "`(kernel := true)` is resolved in the file's scope, so it would run the file's own declaration "
      "while the file builds"),
     ("constructor", "inductive T | false : T",
-     "'| false' on line 3: nothing may be named `true` or `false` (a match alternative `| true => ...` "
-     "is fine; write `| true | false => e` as two); a tactic option such as `(kernel := true)` is "
+     "'| false' on line 3: nothing may be named `true` or `false` (a constructor; a match alternative "
+     "`| true => ...` or `| true | false => ...` is fine); a tactic option such as `(kernel := true)` is "
      "resolved in the file's scope, so it would run the file's own declaration while the file builds"),
     ("binder", "def f (true : Bool) := 1",
      "'true :' on line 3: nothing may be named `true` or `false` (a field, binder or type ascription); "
@@ -679,8 +707,8 @@ LITERAL_REASONS: list[tuple[str, str, str]] = [
      "while the file builds"),
     # and the constructor's over the colon's
     ("constructor-before-colon", "inductive T | true : T",
-     "'| true' on line 3: nothing may be named `true` or `false` (a match alternative `| true => ...` "
-     "is fine; write `| true | false => e` as two); a tactic option such as `(kernel := true)` is "
+     "'| true' on line 3: nothing may be named `true` or `false` (a constructor; a match alternative "
+     "`| true => ...` or `| true | false => ...` is fine); a tactic option such as `(kernel := true)` is "
      "resolved in the file's scope, so it would run the file's own declaration while the file builds"),
     # the first in the file wins, whichever scan found it
     ("colon-first", "def f (false : Bool) := 1\ndef true := 1",
@@ -688,12 +716,12 @@ LITERAL_REASONS: list[tuple[str, str, str]] = [
      "a tactic option such as `(kernel := true)` is resolved in the file's scope, so it would run the "
      "file's own declaration while the file builds"),
     ("constructor-first", "inductive T | true\ndef false := 1",
-     "'| true' on line 3: nothing may be named `true` or `false` (a match alternative `| true => ...` "
-     "is fine; write `| true | false => e` as two); a tactic option such as `(kernel := true)` is "
+     "'| true' on line 3: nothing may be named `true` or `false` (a constructor; a match alternative "
+     "`| true => ...` or `| true | false => ...` is fine); a tactic option such as `(kernel := true)` is "
      "resolved in the file's scope, so it would run the file's own declaration while the file builds"),
     ("long-constructor", "inductive T | " + "a" * 100 + ".true",
-     "'| " + "a" * 80 + "' on line 3: nothing may be named `true` or `false` (a match alternative "
-     "`| true => ...` is fine; write `| true | false => e` as two); a tactic option such as "
+     "'| " + "a" * 80 + "' on line 3: nothing may be named `true` or `false` (a constructor; a "
+     "match alternative `| true => ...` or `| true | false => ...` is fine); a tactic option such as "
      "`(kernel := true)` is resolved in the file's scope, so it would run the file's own declaration "
      "while the file builds"),
     ("long-name", "def " + "a" * 100 + ".true := 1",
@@ -752,13 +780,14 @@ def test_a_literal_name_that_is_only_used_passes(body: str) -> None:
 
 
 def test_an_unterminated_comment_after_a_keyword_ends_the_text() -> None:
-    # As in Lean, the comment runs to the end: nothing after it is declared (or read as a name;
-    # `true :` inside it would still be rejected, comments being no exemption).
-    assert check_guard(f"{HEADER}{PROOF}def /- true := false\n").passed
-    assert check_guard(f"{HEADER}{PROOF}def /- -/ /- true := false\n").passed
-    assert check_guard(f"{HEADER}{PROOF}def /- /- -/ true := false\n").passed
+    # Lean reports an unterminated comment as an error, so the file cannot build: the guard
+    # rejects it outright (the lexer never has to guess where the code resumes).
+    for text in (f"{HEADER}{PROOF}def /- true := false\n", f"{HEADER}{PROOF}def /- -/ /- true := false\n"):
+        verdict = check_guard(text)
+        assert not verdict.passed and verdict.reason == "an unterminated comment on line 5"
+    assert not check_guard(f"{HEADER}{PROOF}def /- /- -/ true := false\n").passed
     verdict = check_guard(f"{HEADER}{PROOF}def /- -/ true /- := false\n")
-    assert (verdict.word, verdict.line) == ("true", PROOF.count("\n") + 2)
+    assert (verdict.passed, verdict.line) == (False, PROOF.count("\n") + 2)
 
 
 @pytest.mark.parametrize("cls", INSTANCE_CLASSES)
@@ -809,7 +838,15 @@ def test_an_instance_is_rejected_in_every_spelling() -> None:
     assert (
         "an instance of `OfNat` on line 3" in check_guard(with_body("instance : OfNat Nat n := ⟨0⟩")).reason
     )
-    assert "whose class cannot be read" in check_guard(with_body("deriving instance Repr for Nat")).reason
+    # `deriving instance` is read like `instance` (issue 25): its classes face the same allow-list
+    assert (
+        "'deriving instance Repr' on line 3"
+        in check_guard(with_body("deriving instance Repr for Nat")).reason
+    )
+    assert (
+        "'deriving instance OfNat'"
+        in check_guard(with_body("deriving instance DecidableEq, OfNat for T")).reason
+    )
     assert check_guard(with_body("open Nat renaming succ → true")).word == "renaming"
     # `inferInstance` and `instDecidableEqNat` are other names
     assert check_guard(
@@ -931,6 +968,35 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "literals": lambda n: _fill("true ", size=n),
     "literals-before-comments": lambda n: _fill("true /- -/ ", size=n),
     "literal-definitions": lambda n: _fill("true := ", size=n),
+    # the lexical layer and the token readings of issue 25
+    "strings": lambda n: _fill('"a" ', size=n),
+    "unterminated-string": lambda n: _fill("a", head=HEADER + '"', size=n),
+    "chars": lambda n: _fill("'a' ", size=n),
+    "quotes": lambda n: _fill("''", size=n),
+    "raw-strings": lambda n: _fill('r#"a"# ', size=n),
+    "interpolations": lambda n: _fill('s!"{x}" ', size=n),
+    "nested-interpolations": lambda n: _fill('s!"{', size=n),
+    "braces": lambda n: _fill("{", size=n),
+    "doc-comments": lambda n: _fill("/-- a -/ ", size=n),
+    "doc-then-line-comments": lambda n: _fill("-- x\n", head=HEADER + "/--", size=n),
+    "name-runs": lambda n: _fill("true a ", size=n),
+    "name-runs-then-colon": lambda n: _fill("a true ", tail=":", size=n),
+    "bracketed-run": lambda n: _fill("a ", head=HEADER + "(true ", tail=": Bool)", size=n),
+    "or-pattern-chain": lambda n: _fill("| true ", size=n),
+    "constructor-context": lambda n: _fill("inductive T | a ", size=n),
+    "structures": lambda n: _fill("structure S where\n  a : Nat\n", size=n),
+    "structure-field-lines": lambda n: _fill(
+        "  a : Bool := true\n", head=HEADER + "structure S where\n", size=n
+    ),
+    "instances": lambda n: _fill("instance : ∀ a, Decidable (P a) := x\n", size=n),
+    "instance-binders": lambda n: _fill("∀ a, ", head=HEADER + "instance : ", size=n),
+    "instance-parens": lambda n: _fill("(", head=HEADER + "instance : ", size=n),
+    "deriving-instances": lambda n: _fill("deriving instance DecidableEq for T\n", size=n),
+    "class-words": lambda n: _fill("Decidable ", size=n),
+    "ctor-assigns": lambda n: _fill(":= true ", size=n),
+    "instance-words-in-a-header": lambda n: _fill(
+        "instance ", head=HEADER + "instance : Decidable (", size=n
+    ),
 }
 
 

@@ -20,6 +20,7 @@ from lean_mod_add_proof.grading.guard import (
     BANNED_WORDS,
     INTERNAL_ERROR_REASON,
     LITERAL_NAMES,
+    SEED_BANNED_WORDS,
     GuardVerdict,
     check_guard,
 )
@@ -147,7 +148,7 @@ def _insert(text: str, line: int, addition: str) -> str:
 @PROPERTY
 @given(
     st.sampled_from(HONEST),
-    st.sampled_from(BANNED_WORDS),
+    st.sampled_from(SEED_BANNED_WORDS),
     st.integers(min_value=0, max_value=200),
     st.sampled_from(["-- {}", "-- note: {} here", "/- {} -/", "/-- {} -/", "/-! {}\n-/", "  -- ({})"]),
 )

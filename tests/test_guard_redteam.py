@@ -108,8 +108,9 @@ BYPASSES: list[tuple[str, str, str]] = [
     ("config-after-comment", with_config("(config := /- -/ ⟨false, true⟩)"), "config"),
     ("config-comment-before-assign", with_config("(config /- -/ := ⟨⟩)"), "config"),
     ("config-line-comment-before-assign", with_config("(config -- hidden\n    := ⟨⟩)"), "config"),
-    ("comment-before-name", with_config("(/- hidden -/ kernel := pwn)"), "("),
-    ("line-comment-before-name", with_config("( -- hidden\n    kernel := pwn)"), "("),
+    # A comment is whitespace: the option behind it is read, and its value judged (issue 25).
+    ("comment-before-name", with_config("(/- hidden -/ kernel := pwn)"), "kernel"),
+    ("line-comment-before-name", with_config("( -- hidden\n    kernel := pwn)"), "kernel"),
     ("dotted-option-name", with_config("(kernel.x := pwn)"), "kernel.x"),
     ("no-spaces", with_config("(kernel:=pwn)"), "kernel"),
     ("discharger-hides-config", with_body("example : 1 = 1 := by simp (disch := decide (kernel := pwn))"),

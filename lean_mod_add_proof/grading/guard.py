@@ -24,10 +24,16 @@ How the guard reads the text (lean4 `src/Lean/Parser/Basic.lean`):
 - Numbers are lexed without needing a separator after them (`0xdeadbeefsorry` is the literal
   `0xdeadbeef` then the keyword `sorry`), so a run that starts with a digit is searched for
   banned words as substrings.
-- `«…»` escapes any text into an identifier (`«sorry»`); every `«` and `»` is rejected.
-- Comments and strings are not exempt: words there count too (coarse on purpose), which also
-  makes comment-parsing differences between the guard and Lean harmless everywhere except the
-  header, attribute lists and `(name := ...)`, where comments are handled explicitly.
+- `«…»` escapes any text into an identifier (`«sorry»`); every `«` and `»` in code is rejected.
+- Comments, strings and character literals are found as Lean's lexer finds them
+  (`grading/lexer.py`, which cites the lean4 functions it follows). The seed's own forbidden words
+  (`SEED_BANNED_WORDS`) match in the whole text, comments and strings included, as the seed says.
+  Every other rule reads the *code view*: the text with comments and the inside of literals
+  blanked (positions and lines kept; a doc comment keeps its `/--` and `-/`, a literal its
+  quotes). So a comment or a string never triggers one of the project's rules, nor hides a
+  construct from one (a comment is whitespace, as in Lean), and no name or class is read out of
+  one (issue 25). A file the lexer could read two ways, or with an unterminated comment, literal
+  or `«`, is refused (Lean reports an error for the latter anyway).
 
 Every route by which Lean compiles and runs something the file supplies while elaborating it,
 and the rule that closes it ("C:" = read in the lean4 sources; "I:" = inferred):
@@ -97,14 +103,17 @@ is the atoms `true`/`false`, a string or a numeral, never resolved: `src/Lean/Pa
 compiling a `def` to IR (the compiler runs, the definition does not); `termination_by`,
 `decreasing_by` (tactics); structural recursion and `partial_fixpoint` (kernel-checked).
 
-Rules (the first that fails gives the verdict, in this order):
+Rules (the first that fails gives the verdict; `_RULES` holds their order, lexing (12) right
+after the characters):
 
 1. Size: at most `MAX_SUBMISSION_BYTES` (1 MiB) of UTF-8 after newline normalisation.
 2. Characters: no NUL or other control characters except newline and tab, no Unicode format
    characters (bidi overrides, zero-width characters, BOM), line/paragraph separators or lone
-   surrogates, and no `«`/`»`.
-3. Hash commands: `#` followed by a name is allowed only for `ALLOWED_HASH_COMMANDS`.
-4. Banned words (`BANNED_WORDS`), as whole words, case-sensitive, anywhere: a word counts when it
+   surrogates, anywhere; no `«`/`»` in code.
+3. Hash commands: `#` followed by a name in code is allowed only for `ALLOWED_HASH_COMMANDS`
+   (`#eval` is also a seed word, so it is refused in comments too).
+4. Banned words, as whole words, case-sensitive: `SEED_BANNED_WORDS` anywhere, `CODE_BANNED_WORDS`
+   in code (`BANNED_WORDS` is both): a word counts when it
    is an identifier or one dot-separated component of one (`x.native`, `my.sorry`,
    `Lean.ofReduceBool`), but not when it is merely part of a longer name (`native_ok_free`,
    `initial_step`, `sorry_free_lemma` pass). `BANNED_WORD_PARTS` are also banned,
@@ -113,35 +122,43 @@ Rules (the first that fails gives the verdict, in this order):
 5. No identifier character right before `%` (`type_of%`, `x%7`; write `x % 7`; a number before
    `%`, as in `100%`, is fine) and no identifier component that is `lc` followed by a capital
    letter (`lcCast`).
-6. Header: no `module` header; every `import` word must read `import <allowed module>` and sit in
-   the real header (only whitespace and comments before and between imports, as Lean's header
-   parser requires), and the header must import `LeanCheckedNetwork.Weights`. The word `import`
-   anywhere else (a comment included) is rejected.
+6. Header: no `module` header; every `import` in code must read `import <allowed module>` and sit
+   in the real header (only whitespace and comments before and between imports, as Lean's header
+   parser requires; a doc comment ends the header), and the header must import
+   `LeanCheckedNetwork.Weights`. `import` in a comment or a string is prose.
 7. Attribute lists (`@[...]`, `attribute [...]`) may contain only `ALLOWED_ATTRIBUTE_WORDS` and
    numbers, or `grind` with its modifiers (`GRIND_ATTRIBUTE_WORDS`, `=`, `_=_`, `→`, `←`, ...);
-   no comment or string inside; `attribute` followed by a comment is rejected.
+   no string or character literal inside (comments are whitespace).
 8. `set_option` may only name `ALLOWED_OPTIONS` or options under `ALLOWED_OPTION_PREFIXES`.
 9. Named values: in every `(name := value)` of the file the value must be a literal: `true`,
    `false`, a decimal numeral, or `{ field := literal, ... }` (fields separated by commas or
    newlines); `(priority := high|mid|low|default)` is also allowed and `(disch := tac)` /
-   `(discharger := tac)` take any tactic (its own `(name := ...)` are checked the same way). No
-   comment may sit between the `(`, the name and `:=`. `+opt` and `-opt` need no check.
+   `(discharger := tac)` take any tactic (its own `(name := ...)` are checked the same way). A
+   comment anywhere in between is whitespace; `+opt` and `-opt` need no check.
 10. Literal names: `true` and `false` (`LITERAL_NAMES`) may not be declared. A name is read (as
    in rule 9, then split into ASCII runs as in rule 4, so `Net.true`, `_root_.false` and `true'`
    all hold one) after each `DECLARING_KEYWORDS` word (`def`, `theorem`, `lemma`, `abbrev`,
    `structure`, `class`, `inductive`; `where` and `rec` for auxiliary definitions and fields) and
    after each lone `|` (a constructor), skipping whitespace, comments (nested; doc comments too),
    attribute lists and `private`/`protected`/`noncomputable`/`nonrec`; it must not hold a
-   literal name, except after `|` when `=>` or `,` follows it (a match alternative,
-   `| true => ...`). `true` or `false` followed by a lone `:` (a field or binder,
-   `true : Bool`, `(true : Bool)`) is rejected too. An unterminated comment runs to the end of
-   the file, as in Lean.
-11. Instances: each `instance` must declare, after its first `:` outside brackets, an instance of
-   exactly one of `INSTANCE_CLASSES` (`Decidable`, `DecidableEq`, `DecidablePred`, `DecidableRel`,
-   `Inhabited`, `Nonempty`), and nothing may be declared, or be a field or binder, under one of
-   those names (it would shadow the class). With no `instance` or `default_instance` attribute
-   (rule 7), no other instance can be declared; `deriving instance` (no readable class) is
-   refused.
+   literal name. After `|` a match alternative is fine: a bar whose nearest keyword before it is
+   not `inductive` and whose chain of alternatives ends in `=>` or `,` (`| true => ...`, the
+   or-pattern `| true | false => e`). Also rejected: a literal name before a lone `:` (a field,
+   binder or ascription, `(true : Bool)`), in a run of names before one inside brackets or on one
+   line (`(a true : Bool)`), as a structure or class field whatever follows it (`true other :
+   Bool`, `true (n : Nat) : Bool`, `true := e`; a name that starts a line of a structure's body
+   after code that ends a term), and as a structure constructor (`where true ::`,
+   `:= true ::`). Line breaks and comments between the parts never change a reading.
+11. Instances: each `instance` must declare an instance of exactly one of `INSTANCE_CLASSES`
+   (`Decidable`, `DecidableEq`, `DecidablePred`, `DecidableRel`, `Inhabited`, `Nonempty`): the
+   class is the head of the type after its first `:` outside brackets, once binders (`∀ x,`,
+   `(x : T) →`, `[inst] →`, `{x} →`), arrows and enclosing parentheses are read off; the header
+   ends at `:=`, `where`, a line at column 0 or the next `instance`, and one longer than
+   `_MAX_INSTANCE_HEADER_CHARS` is unreadable. `deriving instance C, D for T` faces the same
+   allow-list. Nothing may be declared, or be a field, binder or constructor, under one of those
+   names, in any form rule 10 reads (it would shadow the class). With no `instance` or
+   `default_instance` attribute (rule 7), no other instance can be declared.
+12. Lexing: the file splits into code, comments and literals one way only (`lexer.LexProblem`).
 
 Decisions, and why:
 
@@ -162,9 +179,11 @@ Decisions, and why:
   tuple). `sorry`, `admit`, `native`, `initialize`, `macro`, `syntax`, `debug`, `extern` and
   `delab` are whole words only: the dangerous spellings are the words themselves or caught by
   other rules (`sorryAx` is a word, `@[extern]` an attribute, `debug.*` an option).
-- A banned word or `import` in a comment is still rejected (policy: simple to state, and it stops
-  comment-parsing tricks). A comment right after `(` or after `(name` is rejected (rule 9) because
-  it could hide `:=` from a reader that does not parse comments.
+- The seed's words stay forbidden in comments and strings (the seed says so, and the prompt tells
+  the model). The project's own rules read code only (issue 25): reading comments made honest
+  proofs fail (`instance` in prose, `true:` in a results table, `#pairs = 25`) and let comments
+  hide things from a reader that did not parse them (`instance (priority := high) /- : Inhabited
+  -/ : OfNat Nat 100` was read as an `Inhabited` instance). With a lexer, a comment is whitespace.
 - Literal names and instances (rules 4 and 10): rule 9 leaves `true`, `false` and numerals, and
   Lean elaborates even those in the file's scope. C: `elabConfig`
   (`src/Lean/Elab/Tactic/Config.lean`) puts the file's own syntax `v` into `{ opt := v : Cfg }` and
@@ -190,31 +209,35 @@ Decisions, and why:
   (`Bool.false`) with a reserved macro scope (C: `mkCIdentFrom` in Init's syntax helpers), and
   `resolveName` (`src/Lean/Elab/Term.lean`) takes a pre-resolved name over any scope lookup. The
   alias routes are `export` and `open ... renaming x → true` (the word `renaming`), both rule 4;
-  `«true»` is rule 2. Rejected honest forms: `| true | false => e` (write one alternative each),
-  `(true : Bool)`, `true:` or `def true` in a comment, `deriving instance`. Not covered, on
-  purpose: a field or constructor named `true` where rule 10 does not look (`(x true : Bool)` in a
-  structure): a projection takes its structure as an explicit argument and a constructor has its
-  inductive's type, so neither elaborates at type `Bool` without a coercion, and there are no
-  instances; `True` and `False` (propositions, never a configuration value). The build runs in the
+  `«true»` is rule 2. Rejected honest forms: `(true : Bool)` and `(f true : Bool)` (ascriptions
+  read like binders), `:= true :: xs` (read like a structure constructor; write `[true] ++ xs`),
+  a structure line starting with `true` after a complete term, `deriving instance` of another
+  class. Instances of `Repr`, `BEq`, `Hashable`, `ToString`, `Ord`, `LT` stay out (decision and
+  sources in `docs/trust-model.md`); `deriving Repr, BEq, ...` on a new type's declaration passes
+  (its instances are for the new type, which no configuration field has). Not covered, on
+  purpose: `True` and `False` (propositions, never a configuration value). The build runs in the
   sandbox and the judge reads only the export the build wrote (on the olean route, the olean as
   data), so this rule is defence in depth: code it missed could spend the build's time and memory,
   not decide the verdict.
 
 Everything here is linear in the input: C-level regex scans with possessive quantifiers, one pass
-over the distinct words, and at most one scan per rule; 1 MiB of adversarial text takes well under
-a second. No function here raises on any `str`.
+over the distinct words, one lexing pass, and at most one scan per rule (every re-read is memoised
+or bounded: instance headers, binder layers, interpolation depth). No function here raises on any
+`str`.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from lean_mod_add_proof.grading.extract import as_lean_file
 from lean_mod_add_proof.grading.lean_names import ALLOWED_IMPORTS, REQUIRED_IMPORT
+from lean_mod_add_proof.grading.lexer import Lexed, lex
 
 
 @dataclass(frozen=True)
@@ -254,6 +277,13 @@ BANNED_WORDS: tuple[str, ...] = (
     # An alias a tactic configuration's literal could resolve to (rule 10).
     "renaming",
 )  # fmt: skip
+
+#: The seed's own forbidden words (the first group above): they match anywhere, comments and
+#: strings included, as the seed says ("on whole words anywhere in the file, comments
+#: included"). Every other banned word, part and rule is the project's and reads code only.
+SEED_BANNED_WORDS: tuple[str, ...] = BANNED_WORDS[: BANNED_WORDS.index("skipKernelTC")]
+#: The project's banned words: matched in code only (never in a comment or a string).
+CODE_BANNED_WORDS: tuple[str, ...] = BANNED_WORDS[len(SEED_BANNED_WORDS) :]
 
 #: Parts (lowercase) banned case-insensitively as a strict part of a longer name split at `_` and
 #: camelCase humps. Each is kept only for what a whole-word match would miss:
@@ -318,31 +348,47 @@ INSTANCE_CLASSES: tuple[str, ...] = (
     "Decidable", "DecidableEq", "DecidablePred", "DecidableRel", "Inhabited", "Nonempty",
 )  # fmt: skip
 
-#: The guard's rules in words, for the prompt (beside `BANNED_WORDS`).
+#: The guard's rules in words, for the prompt (beside the two word lists), each with one short
+#: example that passes and one that fails.
 GUARD_RULES: tuple[str, ...] = (
     "The file is at most 1 MiB and starts with its imports (only comments and blank lines before "
-    "them); the word `import` may appear nowhere else, not even in a comment.",
-    "Forbidden words count as whole names or dot-separated parts of names (`x.native`), in code, "
-    "comments and strings alike; a longer name that merely contains one passes (`native_ok`). "
-    f"{', '.join(f'`{w}`' for w in BANNED_WORD_PARTS)} are also forbidden inside a longer name "
-    "split at `_` or a capital letter (`simproc_decl`, `ptrAddrUnsafe`).",
-    f"The only `#` commands allowed are {', '.join(f'`{c}`' for c in ALLOWED_HASH_COMMANDS)}.",
+    "them); `import` may not appear anywhere else in the code (a comment may say it). Passes: "
+    "`-- we import only the weights` after the imports. Fails: `import LeanCheckedNetwork.Network` "
+    "after a `def`.",
+    "Forbidden words count as whole names or dot-separated parts of names (`x.native`); a longer "
+    "name that merely contains one passes (`native_ok`). The first list is forbidden everywhere, "
+    "comments and strings included; the second only in code. "
+    f"{', '.join(f'`{w}`' for w in BANNED_WORD_PARTS)} are also forbidden in code inside a longer "
+    "name split at `_` or a capital letter (`simproc_decl`, `ptrAddrUnsafe`). Passes: "
+    "`-- meta-reasoning: export the lemma`. Fails: `-- no sorry needed`, `def e := Environment`.",
+    f"The only `#` commands allowed are {', '.join(f'`{c}`' for c in ALLOWED_HASH_COMMANDS)}. "
+    "Passes: `#check Nat.add_comm`, `-- #pairs = 49`. Fails: `#exit`.",
     "Attributes (`@[...]`, `attribute [...]`) may only use "
     f"{', '.join(f'`{w}`' for w in ALLOWED_ATTRIBUTE_WORDS)} and numbers, or `grind` with its "
-    "modifiers (`@[grind =]`, `@[grind →]`, `@[grind cases]`, ...).",
+    "modifiers (`@[grind =]`, `@[grind →]`, `@[grind cases]`, ...). Passes: `@[simp] theorem ...`. "
+    "Fails: `@[instance] def ...`.",
     f"`set_option` may only set {', '.join(f'`{o}`' for o in ALLOWED_OPTIONS)} and options under "
-    f"{', '.join(f'`{p}`' for p in ALLOWED_OPTION_PREFIXES)}.",
+    f"{', '.join(f'`{p}`' for p in ALLOWED_OPTION_PREFIXES)}. Passes: `set_option maxRecDepth 4000 in`. "
+    "Fails: `set_option trace.profiler true`.",
     "Tactic options and named arguments take literal values only: `+opt`, `-opt`, "
     "`(opt := true)`, `(opt := false)`, `(opt := 100)` or `(config := { opt := true, n := 5 })`; "
-    "any other `(name := value)` is rejected (`(disch := tactic)` is allowed), and no comment may "
-    "sit inside `(name :=`.",
-    "No name may be directly followed by `%` (write `(a + b) % 7`, not `b%7`; `type_of%`-style "
-    "elaborators are forbidden) and no compiler-internal `lc…` names (`lcProof`, `lcCast`).",
-    "Nothing may be named `true` or `false` (no `def true`, `def Foo.false`, constructor `| true`, "
-    "field or binder `true : Bool`; `| true => ...` in a match is fine), and `instance` may only "
-    f"declare instances of {', '.join(f'`{c}`' for c in INSTANCE_CLASSES)} (written as `instance : "
-    "Decidable (p n) := ...`; no `@[instance]`): tactic options are resolved in the file's scope.",
-    "No `«»` identifier escapes, no `module` header, no control, zero-width or bidirectional characters.",
+    "any other `(name := value)` is rejected (`(disch := tactic)` is allowed). Passes: "
+    "`decide (kernel := true)`. Fails: `decide (kernel := myFlag)`.",
+    "No name may be directly followed by `%` (`type_of%`-style elaborators are forbidden) and no "
+    "compiler-internal `lc…` names (`lcProof`, `lcCast`). Passes: `(a + b) % 7`. Fails: `b%7`.",
+    "Nothing may be named `true` or `false`, nor like a class below: no declaration, constructor, "
+    "structure field or constructor, or binder of that name. Passes: `| true | false => rfl` in a "
+    "match, `(h : b = true)`. Fails: `def true : Bool := false`, `structure S where true x : Bool`, "
+    "`(true : Bool)`.",
+    "`instance` and `deriving instance` may only declare instances of "
+    f"{', '.join(f'`{c}`' for c in INSTANCE_CLASSES)}: the class is the head of the instance's "
+    "type after its binders; no `@[instance]` (tactic options are resolved in the file's scope). "
+    "Passes: `instance : ∀ n, Decidable (P n) := ...`, `deriving instance DecidableEq for T`. "
+    "Fails: `instance : OfNat Nat 5 := ⟨0⟩`.",
+    "Comments, strings and character literals must be closed, and a comment may not start right "
+    "after an operator character. Passes: `a < b -- note`. Fails: `a <--b`, an unclosed `/-`.",
+    "No `«»` identifier escapes in code, no `module` header, no control, zero-width or "
+    "bidirectional characters anywhere. Passes: `-- «quoted»`. Fails: `def «x» := 1`.",
 )
 
 _WORD_CHARS = "A-Za-z0-9_"
@@ -351,16 +397,21 @@ _RUN_RE = re.compile(rf"[{_WORD_CHARS}]+")
 _DIGIT_LINE_RE = re.compile(r"^[0-9].*$", re.MULTILINE)
 _HUMP_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _HASH_RE = re.compile(rf"#([A-Za-z_][{_WORD_CHARS}]*)")
-_IMPORT_NAME_RE = re.compile(r"[ ]+([^\s]*)")
+_IMPORT_NAME_RE = re.compile(r"[ \t\n]+([^\s]*)")  # a comment (blanked) may sit in between
 _WS_RE = re.compile(r"[ \n\t]*")
 _MODULE_RE = re.compile(rf"module(?![{_WORD_CHARS}])")
 _BRACKET_RE = re.compile(r"[\[\]]")
 _OPTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*(?:\.[A-Za-z_][A-Za-z0-9_'!?]*)*")
 
 _WHOLE = frozenset(w for w in BANNED_WORDS if not w.startswith("#"))
+_SEED_WHOLE = frozenset(w for w in SEED_BANNED_WORDS if not w.startswith("#"))
+_SEED_HASH_RE = re.compile(
+    "|".join(rf"{re.escape(w)}(?![{_WORD_CHARS}])" for w in SEED_BANNED_WORDS if w.startswith("#"))
+)
 _PARTS = frozenset(BANNED_WORD_PARTS)
 _PART_SUBSTR_RE = re.compile("|".join(sorted(BANNED_WORD_PARTS, key=len, reverse=True)))
 _WHOLE_SUBSTR_RE = re.compile("|".join(re.escape(w) for w in sorted(_WHOLE, key=len, reverse=True)))
+_SEED_SUBSTR_RE = re.compile("|".join(re.escape(w) for w in sorted(_SEED_WHOLE, key=len, reverse=True)))
 _ATTR_OK = frozenset(ALLOWED_ATTRIBUTE_WORDS)
 _GRIND_OK = frozenset(GRIND_ATTRIBUTE_WORDS)
 _HASH_OK = frozenset(c[1:] for c in ALLOWED_HASH_COMMANDS)
@@ -368,7 +419,6 @@ _HASH_OK = frozenset(c[1:] for c in ALLOWED_HASH_COMMANDS)
 # Always-rejected characters; other non-ASCII characters are judged by Unicode category.
 _BAD_ASCII = frozenset(chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-_ESCAPES = frozenset("«»")
 
 # Rule 5. `%` right after an identifier (a letter, `_`, `'`, `!`, `?` or subscript, then any
 # digits): a number alone before `%` (`100%`) does not match. `lc` + capital at the start of a
@@ -376,13 +426,13 @@ _ESCAPES = frozenset("«»")
 _PERCENT_RE = re.compile(r"(?:(?<=[^\W\d])|(?<=['!?]))\d*+%")
 _LC_RE = re.compile(r"(?<![A-Za-z_])lc[A-Z]")
 
-# Rule 9. `(`, whitespace, then a comment, or a name then whitespace then a comment or `:=`. A name
+# Rule 9 (on the code view, where comments are blanks). `(`, whitespace, a name, whitespace, `:=`. A name
 # is a run of anything but whitespace, ASCII punctuation other than `_'!?.`, and unicode brackets:
 # wider than Lean's identifiers, so it can only flag more. Possessive quantifiers keep every
 # match linear (nothing is retried).
 _WS = r"[ \t\n]*+"
 _NAME = r"[^\x00-\x20\x7f\"#$%&()*+,\-/:;<=>@\[\\\]^`{|}~⟨⟩⦃⦄«»]++"
-_NAMED_HEAD_RE = re.compile(rf"\({_WS}(?:(?P<lead>--|/-)|(?P<name>{_NAME}){_WS}(?:(?P<trail>--|/-)|:=))")
+_NAMED_HEAD_RE = re.compile(rf"\({_WS}(?P<name>{_NAME}){_WS}:=")
 _LITERAL = r"(?:true|false|[0-9]++)(?![A-Za-z0-9_'!?.])"
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+"
 _LITERAL_VALUE_RE = re.compile(rf"{_WS}{_LITERAL}{_WS}\)")
@@ -392,10 +442,9 @@ _STRUCT_VALUE_RE = re.compile(
 _PRIORITY_VALUE_RE = re.compile(rf"{_WS}(?:high|mid|low|default|[0-9]++)(?![A-Za-z0-9_'!?.]){_WS}\)")
 _TACTIC_VALUED = frozenset(TACTIC_VALUED_NAMES)
 
-# Rule 10. A literal name as a whole ASCII run; a `|` that is not the second of `||` or `<|` (a
+# Rule 10. A `|` that is not the second of `||` or `<|` (a
 # name never starts with `|` or `>`, so `||`, `|||` and `|>` need no more); the declaring keywords;
 # block-comment and bracket tokens, matched once per file.
-_LITERAL_RE = re.compile(r"(?<![A-Za-z0-9_])(?:true|false)(?![A-Za-z0-9_])")
 _BAR_RE = re.compile(r"(?<![|<])\|")
 _DECLARING_RE = re.compile(rf"(?<![{_WORD_CHARS}.])(?:{'|'.join(DECLARING_KEYWORDS)})(?![{_WORD_CHARS}])")
 _DECL_NAME_RE = re.compile(_NAME)
@@ -469,20 +518,26 @@ def _check_chars(text: str) -> GuardVerdict | None:
     bad = {
         ch
         for ch in set(text)
-        if ch in _BAD_ASCII
-        or ch in _ESCAPES
-        or (ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)
+        if ch in _BAD_ASCII or (ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)
     }
     if not bad:
         return None
     pos = min(text.find(ch) for ch in bad)
     ch = text[pos]
     line = _line_of(text, pos)
-    if ch in _ESCAPES:
-        return _fail(f"identifier escape '{ch}' on line {line} is not allowed", ch, line)
     if ch == "\x00":
         return _fail(f"NUL character on line {line}", ch, line)
     return _fail(f"forbidden character U+{ord(ch):04X} {_char_name(ch)} on line {line}", ch, line)
+
+
+def _check_escapes(code: str) -> GuardVerdict | None:
+    """`«»` in code (in a comment or a string they are inert)."""
+    positions = [p for p in (code.find("«"), code.find("»")) if p >= 0]
+    if not positions:
+        return None
+    pos = min(positions)
+    line = _line_of(code, pos)
+    return _fail(f"identifier escape '{code[pos]}' on line {line} is not allowed", code[pos], line)
 
 
 # --- rule 3: hash commands -----------------------------------------------------------------------
@@ -543,12 +598,13 @@ def _part_hits(joined: str) -> dict[str, str]:
     return hits
 
 
-def _digit_run_hits(joined: str) -> dict[str, str]:
+def _digit_run_hits(joined: str, patterns: tuple[tuple[re.Pattern[str], bool], ...]) -> dict[str, str]:
     """Runs starting with a digit: Lean may end a number literal inside them (`0xfsorry`), so any
-    banned word or part anywhere in them counts."""
+    banned word (or part) of `patterns` (each with whether it is matched case-insensitively)
+    anywhere in them counts."""
     hits: dict[str, str] = {}
     digit_runs = "\n".join(_DIGIT_LINE_RE.findall(joined))
-    for pattern, fold in ((_WHOLE_SUBSTR_RE, False), (_PART_SUBSTR_RE, True)):
+    for pattern, fold in patterns:
         haystack = digit_runs.lower() if fold else digit_runs
         pos = 0
         while (m := pattern.search(haystack, pos)) is not None:
@@ -560,19 +616,52 @@ def _digit_run_hits(joined: str) -> dict[str, str]:
     return hits
 
 
-def _check_words(text: str) -> GuardVerdict | None:
+def _banned_runs(text: str, seed_only: bool) -> dict[str, str]:
+    """Runs of `text` holding a banned word (run -> word): the seed's whole words, or all whole
+    words and parts."""
     runs = set(_RUN_RE.findall(text))
-    wanted: dict[str, str] = {word: word for word in runs & _WHOLE}  # run -> banned word
     joined = "\n".join(runs)  # each distinct run is examined once
-    for hits in (_part_hits(joined), _digit_run_hits(joined)):
+    if seed_only:
+        wanted = {word: word for word in runs & _SEED_WHOLE}
+        hit_sets = [_digit_run_hits(joined, ((_SEED_SUBSTR_RE, False),))]
+    else:
+        wanted = {word: word for word in runs & _WHOLE}
+        hit_sets = [
+            _part_hits(joined),
+            _digit_run_hits(joined, ((_WHOLE_SUBSTR_RE, False), (_PART_SUBSTR_RE, True))),
+        ]
+    for hits in hit_sets:
         for run, word in hits.items():
             wanted.setdefault(run, word)
-    if not wanted:
-        return None
+    return wanted
+
+
+def _word_verdict(text: str, wanted: dict[str, str]) -> GuardVerdict:
     pos, word, run = _first_run(text, wanted)
     line = _line_of(text, pos)
-    where = "" if run == word else f" (in '{run[:80]}')"
-    return _fail(f"forbidden word '{word}'{where} on line {line}", word, line)
+    inside = "" if run == word else f" (in '{run[:80]}')"
+    return _fail(f"forbidden word '{word}'{inside} on line {line}", word, line)
+
+
+def _check_seed_words(text: str) -> GuardVerdict | None:
+    """Rule 4a: the seed's words, anywhere (comments and strings included)."""
+    if (m := _SEED_HASH_RE.search(text)) is not None:
+        line = _line_of(text, m.start())
+        return _fail(
+            f"forbidden word '{m.group(0)}' on line {line}",
+            m.group(0),
+            line,
+        )
+    if wanted := _banned_runs(text, seed_only=True):
+        return _word_verdict(text, wanted)
+    return None
+
+
+def _check_words(code: str) -> GuardVerdict | None:
+    """Rule 4b: every banned word and part, in code (the seed's words were checked everywhere)."""
+    if wanted := _banned_runs(code, seed_only=False):
+        return _word_verdict(code, wanted)
+    return None
 
 
 # --- rule 5: `%` elaborators and `lc` constants --------------------------------------------------
@@ -749,8 +838,8 @@ def _check_header(text: str) -> GuardVerdict | None:
         if at not in in_header:
             line = _line_of(text, at)
             return _fail(
-                f"'import' on line {line} is outside the file header (imports must come first; "
-                "the word may not appear anywhere else)",
+                f"'import' on line {line} is outside the file header (imports must come first, before "
+                "any declaration or doc comment)",
                 "import",
                 line,
             )
@@ -789,15 +878,7 @@ def _literal_value_at(text: str, pos: int, name: str) -> bool:
 
 def _check_named_values(text: str) -> GuardVerdict | None:
     for m in _NAMED_HEAD_RE.finditer(text):
-        name = m.group("name") or ""
-        if m.group("lead") or m.group("trail"):
-            line = _line_of(text, m.start())
-            return _fail(
-                f"a comment inside '({name[:80]} ...' on line {line} is not allowed (it could hide a "
-                "`(name := value)` option)",
-                name or "(",
-                line,
-            )
+        name = m.group("name")
         if name in _TACTIC_VALUED or _literal_value_at(text, m.end(), name):
             continue
         line = _line_of(text, m.start())
@@ -871,126 +952,343 @@ def _literal_in(name: str) -> str | None:
     return None
 
 
-#: A hit of rule 10: (position of the name, scan, what was found, the literal name, a hint).
+def _class_in(name: str) -> str | None:
+    """The class name `name` spells (its last dotted component), if it is an allowed class."""
+    last = name.rsplit(".", 1)[-1]
+    return last if last in _CLASS_NAMES else None
+
+
+#: A hit of rules 10 and 11: (position of the name, scan, what was found, the protected name, a hint).
 _Hit = tuple[int, int, str, str, str]
+_Finder = Callable[[str], "str | None"]
+
+#: Words that end a run of names (rule 10's `true other : Bool`): keywords and tactics a line may
+#: start with, so that `... = true` at the end of one line and `have h : ...` on the next are
+#: never read as one binder group.
+_RUN_STOPPERS = (
+    *DECLARING_KEYWORDS, "example", "instance", "deriving", "namespace", "section", "end", "open",
+    "variable", "universe", "set_option", "attribute", "mutual", "fun", "by", "at", "with", "then",
+    "else", "from", "in", "do", "have", "show", "let", "match", "if", "calc", "suffices", "obtain",
+    "rcases", "intro", "intros", "exact", "refine", "apply", "next", "case", "generalize",
+    "specialize", "replace", "rw", "simp", "decide", "omega", "cases", "induction", "unfold",
+    "termination_by", "decreasing_by", "private", "protected", "noncomputable",
+)  # fmt: skip
+_NOT_STOPPER = rf"(?!(?:{'|'.join(_RUN_STOPPERS)})(?![{_WORD_CHARS}'!?]))"
+_RUN_TAIL_RE = re.compile(rf"(?:[ \t\n]++{_NOT_STOPPER}{_NAME})*+[ \t\n]*+")
+_OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
+_PROTECTED_WORD_RE = re.compile(
+    rf"(?<![A-Za-z0-9_])(?:true|false)(?![A-Za-z0-9_])"
+    rf"|(?<![{_WORD_CHARS}'])(?:{'|'.join(INSTANCE_CLASSES)})(?![{_WORD_CHARS}'!?])"
+)
+_RUN_BACK_RE = re.compile(rf"(?:[ \t\n]*+{_NAME})*+[ \t\n]*+")  # on the reversed text
+_STRUCTURE_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])(?:structure|class)(?![{_WORD_CHARS}'!?])")
+_FIELDS_START_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])where(?![{_WORD_CHARS}'!?])|:=")
+_COMMAND_LINE_RE = re.compile(r"\n(?=[^\s])")  # a line starting at column 0: the next command
+_INDENTED_LINE_RE = re.compile(r"\n([ \t]*+)(?=\S)")
+_TERM_ENDS = frozenset(")]}⟩⦄\"'")
+_FIELD_NAME_RE = re.compile(
+    rf"(?:/--[ ]*+-/[ \t]*+)?(?:@\[[^\]\n]*+\][ \t]*+)?(?:(?:private|protected)[ \t]++)?({_NAME})"
+)
+_CTOR_AFTER_ASSIGN_RE = re.compile(
+    rf":=[ \t\n]*+(?:(?:private|protected)[ \t\n]++)?({_NAME})[ \t\n]*+::(?![:=])"
+)
+# The keywords that tell an inductive's constructors from match alternatives (`where` is not one:
+# `inductive T where | a` and `def f ... where go | 0 => ...` both keep the keyword before it).
+_BAR_CONTEXT_RE = re.compile(
+    rf"(?<![{_WORD_CHARS}.'])(?:inductive|match|fun|with|def|theorem|lemma|abbrev|instance|example"
+    rf"|structure|class|deriving|termination_by|decreasing_by|by)(?![{_WORD_CHARS}'!?])|λ"
+)
+# An alternative chain after `| name`: more `| pattern` on one line each, then `=>` or `,`.
+_ALT_CHAIN_RE = re.compile(r"(?:[ \t\n]*+\|(?![|>])[^|:=\n]*+)*+[ \t\n]*+(=>|,)?")
 
 
-def _declared_literal(text: str, skipper: _Skipper) -> _Hit | None:
-    """`def true`, `theorem Net.false`, `where true := ...`: the name after a declaring keyword
-    (not after `.`: `Bool.rec` is a name, not `rec`)."""
-    for m in _DECLARING_RE.finditer(text):
-        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
-        if name is not None and (literal := _literal_in(name.group(0))) is not None:
-            return name.start(), 0, f"'{m.group(0)} {name.group(0)[:80]}'", literal, ""
+def _declared(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
+    """`def true`, `theorem Net.false`, `where true := ...`, `structure S where true ::`: the name
+    after a declaring keyword (not after `.`: `Bool.rec` is a name, not `rec`)."""
+    for m in _DECLARING_RE.finditer(code):
+        name = _DECL_NAME_RE.match(code, skipper.skip(m.end()))
+        if name is not None and (found := find(name.group(0))) is not None:
+            return name.start(), 0, f"'{m.group(0)} {name.group(0)[:80]}'", found, ""
     return None
 
 
-def _constructor_literal(text: str, skipper: _Skipper) -> _Hit | None:
-    """`| true` as a constructor; a match alternative (`| true =>`, `| true, x =>`) is fine."""
-    for m in _BAR_RE.finditer(text):
-        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
-        if name is None or (literal := _literal_in(name.group(0))) is None:
+def _constructor(code: str, skipper: _Skipper, find: _Finder) -> _Hit | None:
+    """`| true` as a constructor. A bar whose nearest preceding keyword (of `_BAR_CONTEXT_RE`) is
+    `inductive` is a constructor's; any other is a match alternative when its chain of
+    alternatives ends in `=>` or `,` (`| true =>`, `| true, x =>`, the or-pattern
+    `| true | false => e`, with comments and newlines anywhere in between). Later bars inside a
+    chain already read share its ending, so every chain is read once."""
+    contexts = [(m.start(), m.group(0)) for m in _BAR_CONTEXT_RE.finditer(code)]
+    context_starts = [start for start, _ in contexts]
+    chain_end, chain_is_alternative = -1, False
+    for m in _BAR_RE.finditer(code):
+        name = _DECL_NAME_RE.match(code, skipper.skip(m.end()))
+        if name is None or (found := find(name.group(0))) is None:
             continue
-        if not text.startswith(("=>", ","), skipper.skip(name.end())):
-            hint = " (a match alternative `| true => ...` is fine; write `| true | false => e` as two)"
-            return name.start(), 1, f"'| {name.group(0)[:80]}'", literal, hint
+        at = bisect.bisect_left(context_starts, m.start()) - 1
+        in_inductive = at >= 0 and contexts[at][1] == "inductive"
+        if name.end() >= chain_end:
+            chain = _ALT_CHAIN_RE.match(code, name.end())
+            chain_end, chain_is_alternative = chain.end(), chain.group(1) is not None  # type: ignore[union-attr]
+        if in_inductive or not chain_is_alternative:
+            hint = " (a constructor; a match alternative `| true => ...` or `| true | false => ...` is fine)"
+            return name.start(), 1, f"'| {name.group(0)[:80]}'", found, hint
     return None
 
 
-def _bound_literal(text: str, skipper: _Skipper) -> _Hit | None:
-    """`true : Bool`: a field or binder named `true` (also a type ascription, rejected alike)."""
-    for m in _LITERAL_RE.finditer(text):
-        after = skipper.skip(m.end())
-        if text.startswith(":", after) and not text.startswith((":=", "::"), after):
-            return m.start(), 2, f"'{m.group(0)} :'", m.group(0), " (a field, binder or type ascription)"
+def _structure_field(code: str, find: _Finder) -> _Hit | None:
+    """A field of a `structure` or `class` whose name holds a protected name. Lean reads the
+    fields after `where` (or `:=`) as one block (`structFields` in lean4
+    `src/Lean/Parser/Command.lean`), each field starting with one name (`structSimpleBinder`,
+    then binders, an optional type and default), so `true other : Bool`, `true (n : Nat) : Bool`
+    and `true := e` all declare `true`. A name that starts a line of the body is read as a field
+    when the code before it ends a term (a name, a number, a closing bracket, a literal): after
+    `:=`, `:`, an operator or an opening bracket it continues the previous field instead
+    (`ok : Bool :=` then `true` on the next line). Line breaks and comments between the two never
+    matter, so a comment cannot turn one reading into the other. Each declaration's lines are read
+    once, and each walk back crosses only blank space."""
+    region_end = -1
+    for m in _STRUCTURE_RE.finditer(code):
+        if m.start() < region_end:
+            continue
+        next_command = _COMMAND_LINE_RE.search(code, m.end())
+        region_end = next_command.start() if next_command is not None else len(code)
+        fields = _FIELDS_START_RE.search(code, m.end(), region_end)
+        if fields is None:
+            continue
+        for line in _INDENTED_LINE_RE.finditer(code, fields.end(), region_end):
+            name = _FIELD_NAME_RE.match(code, line.end())
+            if name is None or (found := find(name.group(1))) is None:
+                continue
+            before = line.start()
+            while before > 0 and code[before - 1] in " \t\n":
+                before -= 1
+            if before == 0 or code[before - 1] in _TERM_ENDS or _is_name_char(code[before - 1]):
+                return name.start(1), 3, f"'{name.group(1)[:80]} ...'", found, " (a structure or class field)"
     return None
+
+
+def _lone_colon_at(code: str, pos: int) -> bool:
+    return code.startswith(":", pos) and not code.startswith((":=", "::"), pos)
+
+
+def _bound(code: str, find: _Finder, word_re: re.Pattern[str]) -> _Hit | None:
+    """A field or binder named like a protected name (newlines and comments in between never
+    matter, as in Lean):
+
+    - the name, then a lone `:` (`true : Bool`; a type ascription `(true : Bool)` alike);
+    - a run of names holding it, then a lone `:`, inside brackets (`(a true : Bool)`) or on one
+      line (`x true : Bool`, `(f true : Bool)`);
+    - a structure or class field named so, whatever follows it (`_structure_field`);
+    - a structure constructor `:= true ::` (`structCtor`, same file).
+
+    Occurrences inside a run already read share its ending, so each run is read once."""
+    hits: list[_Hit] = []
+    reverse = code[::-1]
+    n = len(code)
+    run_end, run_bound, bracketed = -1, False, False
+    for m in word_re.finditer(code):
+        if m.start() >= run_end:
+            run_end = _RUN_TAIL_RE.match(code, m.end()).end()  # type: ignore[union-attr]
+            run_bound = _lone_colon_at(code, run_end)
+            if run_bound:
+                start = n - _RUN_BACK_RE.match(reverse, n - m.start()).end()  # type: ignore[union-attr]
+                bracketed = start > 0 and code[start - 1] in _OPEN_BRACKETS
+        direct = _lone_colon_at(code, _WS_RE.match(code, m.end()).end())  # type: ignore[union-attr]
+        if direct or (run_bound and (bracketed or "\n" not in code[m.start() : run_end])):
+            end = m.end() if direct else run_end
+            group = " ".join(code[m.start() : end].split())
+            hits.append(
+                (m.start(), 2, f"'{group[:80]} :'", m.group(0), " (a field, binder or type ascription)")
+            )
+            break
+    if (field := _structure_field(code, find)) is not None:
+        hits.append(field)
+    for m in _CTOR_AFTER_ASSIGN_RE.finditer(code):
+        if (found := find(m.group(1))) is not None:
+            hits.append((m.start(1), 3, f"':= {m.group(1)[:80]} ::'", found, " (a structure constructor)"))
+            break
+    return min(hits) if hits else None
+
+
+def _protected_in(name: str) -> str | None:
+    """The literal name (`true`, `false`) or allowed class `name` holds, if any."""
+    return _literal_in(name) or _class_in(name)
+
+
+@functools.lru_cache(maxsize=1)
+def _shadowing(code: str) -> _Hit | None:
+    """The first place `code` declares a literal name or an allowed class's name, in any of the
+    forms above (one pass for rules 10 and 11)."""
+    skipper = _Skipper(code)
+    hits = [
+        hit
+        for hit in (
+            _declared(code, skipper, _protected_in),
+            _constructor(code, skipper, _protected_in),
+            _bound(code, _protected_in, _PROTECTED_WORD_RE),
+        )
+        if hit is not None
+    ]
+    return min(hits) if hits else None
 
 
 _INSTANCE_RE = re.compile(rf"(?<![{_WORD_CHARS}.])instance(?![{_WORD_CHARS}])")
+_DERIVING_INSTANCE_RE = re.compile(rf"(?<![{_WORD_CHARS}.])deriving[ \t\n]++instance(?![{_WORD_CHARS}])")
+_DERIVED_CLASSES_RE = re.compile(
+    rf"[ \t\n]*+({_FIELD}(?:[ \t\n]*+,[ \t\n]*+{_FIELD})*+)[ \t\n]++for(?![{_WORD_CHARS}])"
+)
 _CLASS_NAMES = frozenset(INSTANCE_CLASSES)
-_CLASS_FIELD_RE = re.compile(rf"(?<![{_WORD_CHARS}.'])({'|'.join(INSTANCE_CLASSES)})[ \t]*:(?![:=])")
-_OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
+#: Longest instance header read (from `instance` to its `:=` or `where`); longer is unreadable.
+_MAX_INSTANCE_HEADER_CHARS = 4096
+#: Most binder groups, arrows and parentheses read off an instance type before its class.
+_MAX_BINDER_LAYERS = 64
+_BINDER_RE = re.compile(rf"(?:∀|forall(?![{_WORD_CHARS}]))")
+_ARROW_SET = frozenset({"→", "->"})
+_COMMA = frozenset({","})
+_HEADER_SCAN_RE = re.compile(
+    rf"[(\[{{⦃⟨)\]}}⦄⟩]|:=|::|:|(?<![{_WORD_CHARS}'!?.])where(?![{_WORD_CHARS}'!?])|\n(?=\S)"
+)
+_SPLIT_SCAN_RE = re.compile(r"[(\[{⦃⟨)\]}⦄⟩]|,|→|->")
+_BRACKETS_SCAN_RE = re.compile(r"[(\[{⦃⟨)\]}⦄⟩]")
 
 
-def _instance_class(text: str, pos: int) -> str | None:
-    """The class an `instance` header starting at `pos` declares: the name after its first `:`
-    outside brackets (binders and `(priority := ...)` are bracketed); None when `:=`, `where`, a
-    line starting a new command, or the end comes first (nothing readable)."""
+def _instance_type(code: str, pos: int, stop: int) -> str | None:
+    """The type an `instance` header starting at `pos` declares: from its first `:` outside
+    brackets (binders and `(priority := ...)` are bracketed) to the `:=`, `where` or line starting
+    a new command that ends the header; None when no `:` comes first, or when the header runs
+    into `stop` (the next `instance`) or past `_MAX_INSTANCE_HEADER_CHARS` (unreadable)."""
     depth = 0
-    i = pos
-    while i < len(text):
-        ch = text[i]
-        if ch in _OPEN_BRACKETS:
+    colon = -1
+    n = min(stop, pos + _MAX_INSTANCE_HEADER_CHARS)
+    for m in _HEADER_SCAN_RE.finditer(code, pos, n):
+        token = m.group(0)
+        if token in _OPEN_BRACKETS:
             depth += 1
-        elif ch in _CLOSE_BRACKETS:
+        elif token in _CLOSE_BRACKETS:
             depth = max(depth - 1, 0)
-        elif depth == 0 and text.startswith(":=", i):
-            return None
-        elif depth == 0 and ch == ":" and not text.startswith("::", i):
-            name = _DECL_NAME_RE.match(text, _skip_spaces(text, i + 1))
-            return name.group(0) if name is not None else ""
-        elif depth == 0 and text.startswith("where", i) and not _is_name_char(text[i - 1 : i] or " "):
-            return None
-        elif depth == 0 and ch == "\n" and not text[i + 1 : i + 2].isspace():
-            return None  # a new command starts at the line's first column: the header ended
-        i += 1
-    return None
+        elif depth:
+            continue
+        elif token == ":":
+            if colon < 0:
+                colon = m.start()
+        elif token != "::":  # `:=`, `where`, or a new command at column 0: the header ended
+            return code[colon + 1 : m.start()] if colon >= 0 else None
+    if n < len(code):
+        return None
+    return code[colon + 1 : n] if colon >= 0 else None
 
 
-def _skip_spaces(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
+def _top_level(text: str, separators: frozenset[str], first_only: bool) -> list[int]:
+    """Positions in `text` of `separators` (`,`, `→`, `->`) outside brackets; with `first_only`,
+    only the first."""
+    found: list[int] = []
+    depth = 0
+    for m in _SPLIT_SCAN_RE.finditer(text):
+        token = m.group(0)
+        if token in _OPEN_BRACKETS:
+            depth += 1
+        elif token in _CLOSE_BRACKETS:
+            depth = max(depth - 1, 0)
+        elif depth == 0 and token in separators:
+            found.append(m.start())
+            if first_only:
+                break
+    return found
 
 
-def _check_instances(text: str) -> GuardVerdict | None:
-    """Rule 11: each `instance` declares an instance of one of `INSTANCE_CLASSES`, and nothing
-    is declared under one of those names."""
-    for m in _INSTANCE_RE.finditer(text):
-        cls = _instance_class(text, m.end())
-        if cls not in _CLASS_NAMES:
-            line = _line_of(text, m.start())
-            what = f"an instance of `{cls[:80]}`" if cls else "an instance whose class cannot be read"
-            return _fail(
-                f"{what} on line {line}: `instance` may only declare instances of "
-                f"{', '.join(INSTANCE_CLASSES)}; a tactic option's value is elaborated in the file's "
-                "scope, where the file's own `OfNat` or coercion instance would run while it builds",
-                "instance",
-                line,
+def _closing_paren(text: str) -> int:
+    """Where the bracket opening `text` closes (-1 if it does not)."""
+    depth = 0
+    for m in _BRACKETS_SCAN_RE.finditer(text):
+        depth += 1 if m.group(0) in _OPEN_BRACKETS else -1
+        if depth == 0:
+            return m.start()
+    return -1
+
+
+def _conclusion_head(type_text: str) -> str:
+    """The class an instance type declares: the head of its conclusion after any binders
+    (`∀ x,`, `(x : T) →`, `[inst] →`, `{x} →`) and parentheses around it ("" if none)."""
+    t = type_text.strip()
+    for _ in range(_MAX_BINDER_LAYERS):  # each layer rescans what is left: bounded, so linear
+        if (binder := _BINDER_RE.match(t)) is not None:
+            commas = _top_level(t[binder.end() :], _COMMA, first_only=True)
+            if not commas:
+                return ""
+            t = t[binder.end() + commas[0] + 1 :].strip()
+            continue
+        arrows = _top_level(t, _ARROW_SET, first_only=False)
+        if arrows:
+            last = arrows[-1]
+            t = t[last + (1 if t[last] == "→" else 2) :].strip()
+            continue
+        if t[:1] == "(" and _closing_paren(t) == len(t) - 1:
+            t = t[1:-1].strip()
+            continue
+        head = _DECL_NAME_RE.match(t)
+        return head.group(0) if head is not None else ""
+    return ""  # more layers than an honest instance has: unreadable, so refused
+
+
+def _instance_verdict(what: str, line: int) -> GuardVerdict:
+    return _fail(
+        f"{what} on line {line}: `instance` and `deriving instance` may only declare instances of "
+        f"{', '.join(INSTANCE_CLASSES)} (the class is the head of the instance's type, after any "
+        "binders); a tactic option's value is elaborated in the file's scope, where the file's own "
+        "`OfNat` or coercion instance would run while it builds",
+        "instance",
+        line,
+    )
+
+
+def _check_instances(code: str) -> GuardVerdict | None:
+    """Rule 11: each `instance` and `deriving instance` declares instances of `INSTANCE_CLASSES`
+    only, and nothing is declared under one of those names."""
+    derived = set()
+    for m in _DERIVING_INSTANCE_RE.finditer(code):
+        derived.add(m.end() - len("instance"))
+        classes = _DERIVED_CLASSES_RE.match(code, m.end())
+        names = [c.strip() for c in classes.group(1).split(",")] if classes else []
+        bad = next((c for c in names if c not in _CLASS_NAMES), None) if names else "?"
+        if bad is not None:
+            line = _line_of(code, m.start())
+            what = (
+                f"'deriving instance {bad[:80]}'"
+                if names
+                else "a 'deriving instance' whose classes cannot be read"
             )
-    if (field := _CLASS_FIELD_RE.search(text)) is not None:  # a field or binder named like one
-        line = _line_of(text, field.start())
+            return _instance_verdict(what, line)
+    starts = [m.start() for m in _INSTANCE_RE.finditer(code)]
+    for k, start in enumerate(starts):
+        if start in derived:
+            continue
+        # Lean reads another `instance` keyword as the start of a new command (a header holding
+        # one does not parse), so a header's reading stops there: each is read once.
+        stop = starts[k + 1] if k + 1 < len(starts) else len(code)
+        type_text = _instance_type(code, start + len("instance"), stop)
+        cls = _conclusion_head(type_text) if type_text is not None else ""
+        if cls not in _CLASS_NAMES:
+            line = _line_of(code, start)
+            what = f"an instance of `{cls[:80]}`" if cls else "an instance whose class cannot be read"
+            return _instance_verdict(what, line)
+    if (hit := _shadowing(code)) is not None:
+        pos, _, what, cls, hint = hit  # a class's name: a literal's was rule 10's
+        line = _line_of(code, pos)
         return _fail(
-            f"'{field.group(0)}' on line {line}: nothing may be named like a class instances may be "
-            "declared of (it would shadow it)",
-            field.group(1),
+            f"{what} on line {line}: nothing may be named like a class instances may be declared of "
+            f"(`{cls}` would shadow it){hint}",
+            cls,
             line,
         )
-    skipper = _Skipper(text)
-    for m in _DECLARING_RE.finditer(text):
-        name = _DECL_NAME_RE.match(text, skipper.skip(m.end()))
-        if name is not None and name.group(0).split(".")[-1] in _CLASS_NAMES:
-            line = _line_of(text, name.start())
-            return _fail(
-                f"'{m.group(0)} {name.group(0)[:80]}' on line {line}: a declaration may not be named "
-                "like a class instances may be declared of (it would shadow it)",
-                name.group(0).split(".")[-1],
-                line,
-            )
     return None
 
 
-def _check_literal_names(text: str) -> GuardVerdict | None:
-    skipper = _Skipper(text)
-    hits = [
-        hit
-        for scan in (_declared_literal, _constructor_literal, _bound_literal)
-        if (hit := scan(text, skipper))
-    ]
-    if not hits:
+def _check_literal_names(code: str) -> GuardVerdict | None:
+    if (hit := _shadowing(code)) is None or hit[3] not in _LITERALS:
         return None
-    pos, _, what, literal, hint = min(hits)
-    line = _line_of(text, pos)
+    pos, _, what, literal, hint = hit
+    line = _line_of(code, pos)
     return _fail(
         f"{what} on line {line}: nothing may be named `true` or `false`{hint}; a tactic option such "
         "as `(kernel := true)` is resolved in the file's scope, so it would run the file's own "
@@ -1000,11 +1298,32 @@ def _check_literal_names(text: str) -> GuardVerdict | None:
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _lexed(text: str) -> Lexed:
+    """`lex(text)`, once per file (the lexing rule and the code view both need it)."""
+    return lex(text)
+
+
+def _check_lexing(text: str) -> GuardVerdict | None:
+    """The file must split into code, comments and literals one way only (`lexer.lex`)."""
+    problem = _lexed(text).problem
+    if problem is None:
+        return None
+    line = _line_of(text, problem.pos)
+    return _fail(f"{problem.reason} on line {line}", None, line)
+
+
 # --- the guard -----------------------------------------------------------------------------------
 
+#: The rules, in order. Those in `_ON_TEXT` read the whole text (the seed's words match in
+#: comments and strings too); the project's rules read the code view (`lexer.lex`: comments and
+#: the inside of literals blanked).
 _RULES = (
     _check_chars,
+    _check_lexing,
+    _check_escapes,
     _check_hash_commands,
+    _check_seed_words,
     _check_words,
     _check_percent,
     _check_lc_constants,
@@ -1015,6 +1334,7 @@ _RULES = (
     _check_literal_names,
     _check_instances,
 )
+_ON_TEXT = frozenset({"_check_chars", "_check_lexing", "_check_seed_words"})
 
 
 #: Start of the reason of a verdict that an exception inside the guard produced.
@@ -1033,9 +1353,13 @@ def check_guard(text: str) -> GuardVerdict:
         where = "_check_size"
         if (verdict := _check_size(text)) is not None:
             return verdict
+        code: str | None = None
         for rule in _RULES:
+            if rule.__name__ not in _ON_TEXT and code is None:
+                where = "lex"
+                code = _lexed(text).code
             where = rule.__name__
-            if (verdict := rule(text)) is not None:
+            if (verdict := rule(text if rule.__name__ in _ON_TEXT else code)) is not None:  # type: ignore[arg-type]
                 return verdict
     except Exception as exc:  # a guard bug must reject the file, never pass it or crash the grader
         return _fail(

@@ -1,0 +1,135 @@
+"""The guard's lexical layer (`grading/lexer.py`): where Lean's lexer puts comments and literals
+(lean4 `src/Lean/Parser/Basic.lean`, `src/Lean/Parser/StrInterpolation.lean`), and the files it
+refuses because they could be read two ways."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lean_mod_add_proof.grading.lexer import lex
+
+
+def kinds(text: str) -> list[tuple[str, str]]:
+    lexed = lex(text)
+    assert lexed.problem is None, lexed.problem
+    return [(x.kind, text[x.start : x.end]) for x in lexed.lexemes]
+
+
+def code(text: str) -> str:
+    lexed = lex(text)
+    assert lexed.problem is None, lexed.problem
+    return lexed.code
+
+
+CASES: list[tuple[str, str, list[tuple[str, str]]]] = [
+    # (id, text, the lexemes as (kind, text))
+    ("line-comment", "x -- a\ny", [("line_comment", "-- a")]),
+    ("nested", "x /- a /- b -/ c -/ y", [("block_comment", "/- a /- b -/ c -/")]),
+    # `whitespace` skips the character after `/-` unread: `/-/-/` is one comment
+    ("skipped-third", "/-/-/ y", [("block_comment", "/-/-/")]),
+    ("closer-first", "/- --/ y", [("block_comment", "/- --/")]),
+    ("doc", "/-- d /- n -/ e -/ def x", [("doc_comment", "/-- d /- n -/ e -/")]),
+    ("module-doc", "/-! m -/ x", [("module_doc", "/-! m -/")]),
+    # the `/--` token's trailing whitespace eats a line comment before the body is read
+    (
+        "doc-then-line-comment",
+        "/-- -- -/\n body -/ x",
+        [("line_comment", "-- -/"), ("doc_comment", "/-- -- -/\n body -/")],
+    ),
+    ("string", 'x "a -- b /- c" y', [("string", '"a -- b /- c"')]),
+    ("string-escape", 'x "a\\"b" y', [("string", '"a\\"b"')]),
+    ("string-gap", 'x "a\\\n   b" y', [("string", '"a\\\n   b"')]),
+    ("char-quote", "x '\"' y", [("char", "'\"'")]),
+    ("char-escape", "x '\\'' y", [("char", "'\\''")]),
+    ("char-hex", "x '\\x41' '\\u03b1' y", [("char", "'\\x41'"), ("char", "'\\u03b1'")]),
+    ("prime-name", 'h\' "s"', [("string", '"s"')]),
+    ("prime-name-then-char", "h' 'c'", [("char", "'c'")]),
+    ("raw", 'r"a\\"', [("string", 'r"a\\"')]),
+    ("raw-hashes", 'r#"a "b" c"# x', [("string", 'r#"a "b" c"#')]),
+    ("name-ending-r", 'xr"s"', [("string", '"s"')]),
+    ("number-then-raw", '0x1r"s"', [("string", 'r"s"')]),
+    ("interpolated", 's!"a{x}b" y', [("string", 's!"a{'[2:]), ("string", '}b"')]),
+    ("interpolated-nested", 's!"{f "}" {1}}" y', [("string", '"{'), ("string", '"}"'), ("string", '}"')]),
+    (
+        "interpolated-after-comment",
+        's! /- c -/ "{x}"',
+        [("block_comment", "/- c -/"), ("string", '"{'), ("string", '}"')],
+    ),
+    ("plain-brace", 'f "{" x', [("string", '"{"')]),
+    ("format-interpolated", 'f! "a{b}"', [("string", '"a{'), ("string", '}"')]),
+    (
+        "interpolated-after-line-comment",
+        's!  -- c\n  "{y}"',
+        [("line_comment", "-- c"), ("string", '"{'), ("string", '}"')],
+    ),
+    ("bang-name-without-brace", 'panic! "no brace"', [("string", '"no brace"')]),
+    ("escaped-name", '«a " b» x', []),
+    ("dash-op", "a - b / c --x", [("line_comment", "--x")]),
+    ("name-bang-comment", "s!-- c\n", [("line_comment", "-- c")]),
+    # `'` followed by `'` starts no character literal (`tokenFnAux`)
+    ("two-quotes", "x '' 'c'", [("char", "'c'")]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_lexemes(text: str, expected: list[tuple[str, str]]) -> None:
+    assert kinds(text) == expected
+
+
+def test_a_comment_right_after_a_doc_opener_is_blanked_with_the_doc() -> None:
+    # `/--` is a token whose trailing whitespace holds `-- c`; the body goes on to `-/`
+    assert "body" not in code("/---- c\n body -/ x") and code("/---- c\n body -/ x").endswith(" x")
+
+
+def test_code_view_keeps_positions_and_blanks_the_rest() -> None:
+    text = "def x := 1 -- instance\n/- true :\n -/ s!\"{y} true\" 'c'"
+    view = code(text)
+    assert len(view) == len(text) and view.count("\n") == text.count("\n")
+    assert (
+        "instance" not in view and "true" not in view and "c" not in view.split("\n")[-1].replace("{y}", "")
+    )
+    assert view.split("\n")[-1] == "    s!\"{y}     \" ' '"
+
+
+PROBLEMS: list[tuple[str, str, str]] = [
+    ("operator-then-comment", "a <--b", "right after '<'"),
+    ("backslash-then-comment", "a \\/-b -/", "right after '\\'"),
+    ("colon-then-comment", "x :=-- c", "right after '='"),
+    ("raw-after-dot", 'x.r"s"', "raw string right after '.'"),
+    ("raw-after-backquote", '`r"s"', "raw string right after '`'"),
+    ("unterminated-comment", "x /- a", "unterminated comment"),
+    ("unterminated-nested", "x /- /- -/", "unterminated comment"),
+    ("unterminated-doc", "/-- a", "unterminated doc comment"),
+    ("unterminated-string", 'x "a', "unterminated string"),
+    ("unterminated-interpolation", 's!"{x', "unterminated string interpolation"),
+    ("unterminated-raw", 'r#"a"', "unterminated raw string"),
+    ("bad-char", "x 'ab'", "malformed character literal"),
+    ("unterminated-escape", "x «a", "unterminated '«'"),
+    # Lean reads `panic! "{"` as a plain string; a lexer that guessed "interpolated" would hide the
+    # code up to the next quote (and the other way round for an unknown interpolating syntax)
+    (
+        "brace-after-other-bang-name",
+        'def x := panic! "{"\ndef true := 1\n-- "}" "\n-- "',
+        "other than s! or f!",
+    ),
+    ("brace-after-dotted-s-bang", 'x.s! "{"', "other than s! or f!"),
+    ("brace-after-longer-s-bang", 'ss! "{x}"', "other than s! or f!"),
+    ("nested-too-deep", 's!"{' * 17, "nested too deep"),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), [c[1:] for c in PROBLEMS], ids=[c[0] for c in PROBLEMS])
+def test_ambiguous_or_broken_files_are_refused(text: str, reason: str) -> None:
+    problem = lex(text).problem
+    assert problem is not None and reason in problem.reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=list("ab \n-/\"'r#{}!s\\«»x.`"), max_size=60))
+def test_lex_is_total_and_keeps_length(text: str) -> None:
+    lexed = lex(text)
+    assert len(lexed.code) == len(text)
+    for lexeme in lexed.lexemes:
+        assert 0 <= lexeme.start < lexeme.end <= len(text)
