@@ -330,9 +330,13 @@ def blocker_banner(reason: str, on_grader_error: str) -> str:
     outcome = (
         "error (on_grader_error=raise)" if on_grader_error == "raise" else "score 0.0 (on_grader_error=zero)"
     )
+    # Under `zero` the rollout is not errored (its `errors` list is empty): the reason is on the grade.
+    where = (
+        REASON_IN_TRACES if on_grader_error == "raise" else f"traces.jsonl: traces[i].info.{INFO_KEY}.reason"
+    )
     return (
         f"GRADING IS NOT POSSIBLE here: {reason}. Every rollout will {outcome} until this is fixed "
-        f"(`lean-mod-add-proof doctor` checks the machine); each rollout's reason: {REASON_IN_TRACES}."
+        f"(`lean-mod-add-proof doctor` checks the machine); each rollout's reason: {where}."
     )
 
 

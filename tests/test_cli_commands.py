@@ -229,3 +229,32 @@ def test_demo_prints_no_zero_reward_for_unjudged_rows(tmp_path: Path) -> None:
     text = console.export_text()
     cells = text.splitlines()[-2].split("│")[3:-2]  # reward .. axioms
     assert [c.strip() for c in cells] == ["—", "✗", "—", "—", "—", "—", "—"]
+
+
+def test_demo_runs_as_training_does_and_an_unjudged_error_is_not_a_broken_run() -> None:
+    """The demo uses on_grader_error=raise (a host fault is never a 0.0, issue 29): its rows of
+    errored could-not-judge rollouts read "—" from the trace, and only other errors fail the demo."""
+    from lean_mod_add_proof.demo import NO_VALUE, broken_rows, table_cells, trace_row, vf_eval_argv
+
+    argv = vf_eval_argv("http://127.0.0.1:1/v1", Path("out"), "run", n=1, max_p=7, model="m", rich=False)
+    assert argv[argv.index("--env.taskset.task.on-grader-error") + 1] == "raise"
+    errored = {
+        "ok": False,
+        "task": {"data": {"id": "p05_h08_s0"}},
+        "errors": [{"type": "GraderUnavailable", "message": "could not judge: Lean toolchain not found"}],
+    }
+    row = trace_row(errored)
+    assert row["reward"] is None and table_cells(row)[0] == NO_VALUE
+    assert row["reason"].startswith("could not judge")
+    assert broken_rows([row]) == []
+    other = trace_row({**errored, "errors": [{"type": "RuntimeError", "message": "boom"}]})
+    assert broken_rows([row, other]) == [other]
+
+
+def test_the_blocker_banner_points_where_the_reason_is() -> None:
+    from lean_mod_add_proof.taskset import blocker_banner
+
+    raised = blocker_banner("Lean toolchain not found", "raise")
+    zero = blocker_banner("Lean toolchain not found", "zero")
+    assert "traces[i].errors[j].message" in raised and "info.lean_grader.reason" not in raised
+    assert "traces[i].info.lean_grader.reason" in zero and "errors[j]" not in zero
