@@ -5,6 +5,7 @@ what the wheel and the sdist carry."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import tomllib
 from importlib.metadata import version
@@ -258,3 +259,26 @@ def test_the_blocker_banner_points_where_the_reason_is() -> None:
     zero = blocker_banner("Lean toolchain not found", "zero")
     assert "traces[i].errors[j].message" in raised and "info.lean_grader.reason" not in raised
     assert "traces[i].info.lean_grader.reason" in zero and "errors[j]" not in zero
+
+
+@pytest.mark.parametrize("argv", [["reference", "p05_h08_s0"], ["tasks", "--json"], ["prompt", "p05_h08_s0"]])
+def test_a_reader_that_stops_early_gets_no_traceback(argv: list[str]) -> None:
+    """A real pipe whose read end is closed before the command writes (`... | true`): the command
+    ends without a BrokenPipeError traceback, for every command (it is handled once in `main`)."""
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "lean_mod_add_proof.cli", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr

@@ -4,6 +4,7 @@ one exit-code scheme (`cli/exits.py`), shown at the end of each `--help`."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,7 +19,7 @@ from lean_mod_add_proof.cli import (
     tasks,
     warmcache,
 )
-from lean_mod_add_proof.cli.exits import EXIT_HELP
+from lean_mod_add_proof.cli.exits import EXIT_HELP, EXIT_PROBLEM, EXIT_USAGE
 
 DISTRIBUTION = "lean-mod-add-proof"
 
@@ -53,8 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    """Run one command. A reader that stops early (`| head`, `| true`) is handled here, once for
+    every command: no traceback, exit status EXIT_PROBLEM (the output was not all delivered)."""
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+            code = int(args.handler(args) or 0)
+        except SystemExit as stop:  # argparse's --help/--version and usage errors
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else EXIT_USAGE)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        return code
+    except BrokenPipeError:
+        # Python's documented recipe (library/signal.html, "Note on SIGPIPE"): point stdout at
+        # /dev/null so the flush at interpreter exit does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PROBLEM
 
 
 if __name__ == "__main__":
