@@ -92,6 +92,8 @@ class LeanData(vf.TaskData):
     """sha256 of the task's Weights.lean; the grader refuses a file that does not match."""
     tasks_dir: str | None = None
     """The generated task set the task came from (None: the one shipped in the package)."""
+    box_is_host: bool = False
+    """The rollout's box is this machine (subprocess runtime), so host paths mean the same in it."""
 
 
 class LeanTaskConfig(vf.TaskConfig, GraderSettings):
@@ -457,6 +459,10 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         argv += ["--weights-sha256", self.data.weights_sha256]
         for name in RUNTIME_SETTINGS:
             argv += [flag_name(name), str(getattr(self.config, name))]
+        if self.data.box_is_host and self.config.cache_dir is not None:
+            # The box is this machine: the configured cache is its cache too (issue 29: tests that
+            # set a cache dir must not fill the real ~/.cache/lean-mod-add-proof).
+            argv += [flag_name("cache_dir"), str(self.config.cache_dir)]
         return argv
 
     async def grade_in_runtime(self, reply: str, runtime: vf.Runtime | None) -> GradeResult:
@@ -588,6 +594,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
                 weights_sha256=r.weights_sha256,
                 tasks_dir=None if cfg.tasks_dir is None else str(cfg.tasks_dir),
                 image=image,
+                box_is_host=self.local_boxes,
             )
             yield LeanTask(data, cfg.task)
 
