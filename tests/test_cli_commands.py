@@ -167,6 +167,16 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "- calibration: passed" in out
     assert "- integration tests: not run" in out and "the located toolchain is the test double" in out
     assert code == EXIT_OK
+    # doctor's checks, in doctor's own words (issue 29: doctor said "no" where lean-check said "NO")
+    words = re.findall(r"^- [^:\n]+: (yes|NO|optional: no|ok) — ", out, re.MULTILINE)
+    assert words and "ok" not in words, out
+
+
+def test_doctor_and_lean_check_share_one_word_per_outcome() -> None:
+    from lean_mod_add_proof.cli.doctor import check_word
+
+    assert [check_word(True, True), check_word(True, False)] == ["yes", "yes"]
+    assert check_word(False, True) == "NO" and check_word(False, False) == "optional: no"
 
 
 def test_lean_check_outside_a_checkout_says_the_tests_were_not_run(

@@ -125,6 +125,12 @@ class UsernsFacts:
     unshare_error: str = ""
 
 
+def check_word(ok: bool, required: bool) -> str:
+    """The one word `doctor` and `lean-check` both print for a check: "yes", "NO" (required,
+    failed: grading cannot work) or "optional: no" (failed, but grading still works) (pure)."""
+    return "yes" if ok else ("NO" if required else "optional: no")
+
+
 @dataclass
 class Check:
     name: str
@@ -394,7 +400,8 @@ def _print_checks(checks: list[Check], ready: bool) -> None:
     for column in ("check", "ok", "detail", "fix"):
         table.add_column(column, overflow="fold")
     for c in checks:
-        mark = "[green]yes[/]" if c.ok else ("[red]NO[/]" if c.required else "[yellow]no[/]")
+        word = check_word(c.ok, c.required)
+        mark = {"yes": "[green]yes[/]", "NO": "[red]NO[/]"}.get(word, f"[yellow]{word}[/]")
         table.add_row(c.name, mark, c.detail, "" if c.ok else c.fix)
     console = Console()
     console.print(table)
