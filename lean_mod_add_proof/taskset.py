@@ -97,8 +97,9 @@ class LeanData(vf.TaskData):
 
 
 class LeanTaskConfig(vf.TaskConfig, GraderSettings):
-    """How submissions are graded (`--env.taskset.task.*`): every grader setting (defined once,
-    in `GraderSettings`) plus what the taskset does when the grader cannot judge."""
+    """How submissions are graded (vf-eval `--env.taskset.task.*`, vf-validate `--taskset.task.*`):
+    every grader setting (defined once, in `GraderSettings`) plus what the taskset does when the
+    grader cannot judge."""
 
     grade_in: Literal["host", "runtime"] = "host"
     """Where grading runs: `host` (this process) or `runtime` (inside the rollout's runtime box,
@@ -126,7 +127,7 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
 
 
 class LeanTasksetConfig(vf.TasksetConfig):
-    """Which tasks load (`--env.taskset.*`)."""
+    """Which tasks load (vf-eval `--env.taskset.*`, vf-validate `--taskset.*`)."""
 
     split: Literal["train", "eval", "all"] = "train"
     """`train` (seeds 0 and 1), `eval` (seed 2, held out) or `all`."""

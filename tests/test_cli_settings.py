@@ -61,3 +61,12 @@ def test_settings_does_not_import_tasks() -> None:
     ]
     assert "lean_mod_add_proof.cli.tasks" not in imported
     assert imported, "the walk found no imports at all: the check would pass vacuously"
+
+
+def test_the_taskset_help_names_vf_validates_flags_too() -> None:
+    """vf-validate takes `--taskset.*`, not `--env.taskset.*` (issue 29, stumble 14)."""
+    pytest.importorskip("verifiers")
+    from lean_mod_add_proof.taskset import LeanTaskConfig, LeanTasksetConfig
+
+    assert "vf-validate `--taskset.*`" in (LeanTasksetConfig.__doc__ or "")
+    assert "vf-validate `--taskset.task.*`" in (LeanTaskConfig.__doc__ or "")
