@@ -45,8 +45,11 @@ def test_one_exit_code_scheme_in_every_help() -> None:
     assert parser.epilog == EXIT_HELP
     commands = next(a for a in parser._actions if a.dest == "command").choices
     assert {"lean-check", "configs", "grade", "doctor", "tasks", "serve-baseline"} <= set(commands)
+    from lean_mod_add_proof.cli.exits import COMMANDS_WITHOUT_LEAN, EXIT_HELP_NO_LEAN
+
     for name, sub in commands.items():
-        assert sub.epilog and sub.epilog.endswith(EXIT_HELP), name
+        note = EXIT_HELP_NO_LEAN if name in COMMANDS_WITHOUT_LEAN else EXIT_HELP
+        assert sub.epilog and sub.epilog.endswith(note), name
 
 
 def test_usage_errors_are_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -292,3 +295,35 @@ def test_a_reader_that_stops_early_gets_no_traceback(argv: list[str]) -> None:
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
     assert done.returncode == 1, done.stderr
+
+
+def _subcommands() -> dict:
+    import argparse
+
+    from lean_mod_add_proof.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    """Issue 29: `doctor --json`, `task_id`, `--tasks-dir`, `prompt --axioms-mode` had none."""
+    missing = [
+        f"{name} {action.dest}"
+        for name, sub in _subcommands().items()
+        for action in sub._actions
+        if not action.help and action.dest != "help"
+    ]
+    # cli/tasks.py is another helper's file in this round (issue 29); the lead drops this list once
+    # its arguments have help too.
+    not_yet = {"prompt task_id", "prompt axioms_mode", "reference task_id"}
+    assert sorted(set(missing) - not_yet) == []
+
+
+def test_a_default_is_shown_and_commands_without_lean_do_not_mention_exit_3() -> None:
+    commands = _subcommands()
+    assert "(default: 10.0)" in " ".join(commands["install-lean"].format_help().split())
+    configs = " ".join(commands["configs"].format_help().split())
+    assert "could not judge" not in configs and "usage error" in configs
+    assert "could not judge" in " ".join(commands["grade"].format_help().split())

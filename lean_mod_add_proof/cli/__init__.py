@@ -19,7 +19,12 @@ from lean_mod_add_proof.cli import (
     tasks,
     warmcache,
 )
-from lean_mod_add_proof.cli.exits import EXIT_HELP, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import (
+    COMMANDS_WITHOUT_LEAN,
+    EXIT_HELP,
+    EXIT_HELP_NO_LEAN,
+    EXIT_PROBLEM,
+)
 
 DISTRIBUTION = "lean-mod-add-proof"
 
@@ -48,8 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs):
         module.register(commands)
-    for sub in commands.choices.values():
-        sub.epilog = f"{sub.epilog}\n\n{EXIT_HELP}" if sub.epilog else EXIT_HELP
+    for name, sub in commands.choices.items():
+        note = EXIT_HELP_NO_LEAN if name in COMMANDS_WITHOUT_LEAN else EXIT_HELP
+        sub.epilog = f"{sub.epilog}\n\n{note}" if sub.epilog else note
     return parser
 
 
@@ -60,9 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args = build_parser().parse_args(argv)
             code = int(args.handler(args) or 0)
-        except SystemExit as stop:  # argparse's --help/--version and usage errors
-            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else EXIT_USAGE)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        finally:  # also on argparse's SystemExit (--help, usage errors), which goes on up
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
         return code
     except BrokenPipeError:
         # Python's documented recipe (library/signal.html, "Note on SIGPIPE"): point stdout at

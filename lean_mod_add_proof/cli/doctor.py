@@ -508,7 +508,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Exit 0 only if the grader can run Lean for real on this machine, 1 otherwise. With "
         "--selftest: 0 if every canary got its expected verdict, 1 if one did not, 3 without a toolchain.",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON on stdout (no table)")
     p.add_argument("--selftest", action="store_true", help="grade the canaries now and print a table")
     add_grader_flags(p)
     p.set_defaults(handler=cmd_doctor)

@@ -20,10 +20,22 @@ EXIT_OK = EXIT_ACCEPTED
 EXIT_PROBLEM = EXIT_REJECTED
 EXIT_USAGE = 2
 
-__all__ = ["EXIT_HELP", "EXIT_NOT_JUDGED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE"]
+__all__ = [
+    "COMMANDS_WITHOUT_LEAN",
+    "EXIT_HELP",
+    "EXIT_HELP_NO_LEAN",
+    "EXIT_NOT_JUDGED",
+    "EXIT_OK",
+    "EXIT_PROBLEM",
+    "EXIT_USAGE",
+]
 
 #: The scheme in one line, shown at the end of every command's --help.
 EXIT_HELP = (
     f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} rejected or a problem found; {EXIT_USAGE} usage error; "
     f"{EXIT_NOT_JUDGED} could not judge (e.g. no Lean toolchain: nothing was checked)"
 )
+#: The same for a command that needs no Lean and so never exits EXIT_NOT_JUDGED.
+EXIT_HELP_NO_LEAN = f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} a problem found; {EXIT_USAGE} usage error"
+#: The commands that never exit EXIT_NOT_JUDGED (their --help shows EXIT_HELP_NO_LEAN).
+COMMANDS_WITHOUT_LEAN = frozenset({"configs"})

@@ -182,7 +182,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the text guard on a Submission.lean file",
         description="Exit 0: passed; 1: rejected; 2: the file cannot be read.",
     )
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the Submission.lean to check")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(handler=cmd_guard)
 
@@ -191,10 +191,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="grade a Submission.lean (or a whole model reply) for one task with the real pipeline",
         description="Exit 0: accepted; 1: rejected; 2: usage error; 3: could not judge (no verdict).",
     )
-    p.add_argument("task_id")
+    p.add_argument("task_id", help="the task's id, e.g. p05_h08_s0 (see `lean-mod-add-proof tasks`)")
     p.add_argument("file", type=Path, help="the Submission.lean, or with --reply a whole model reply")
     p.add_argument("--reply", action="store_true", help="FILE is a model reply: take its ```lean block")
-    p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    p.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=DEFAULT_TASKS_DIR,
+        help="the task set to read (default: the packaged one)",
+    )
     p.add_argument(
         "--weights-sha256", default=None, help="refuse unless the task's Weights.lean has this hash"
     )

@@ -164,7 +164,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         description=__doc__,
     )
     p.add_argument("--elan-home", default=None, help="where elan lives (default: $ELAN_HOME or ~/.elan)")
-    p.add_argument("--timeout", type=float, default=10.0, help="network timeout per request, in seconds")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="network timeout per request, in seconds (default: %(default)s)",
+    )
     field = GraderSettings.model_fields["lean_toolchain"]
     p.add_argument(
         flag_name("lean_toolchain"),
