@@ -327,3 +327,28 @@ def test_a_default_is_shown_and_commands_without_lean_do_not_mention_exit_3() ->
     configs = " ".join(commands["configs"].format_help().split())
     assert "could not judge" not in configs and "usage error" in configs
     assert "could not judge" in " ".join(commands["grade"].format_help().split())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["grade"],  # argparse's own error
+        ["grade", "p05_h08_s0", "/nonexistent/" + "a-long-directory-name/" * 6 + "Submission.lean"],
+        ["doctor", "--timeout-s", "-1"],
+    ],
+)
+def test_error_lines_have_one_prefix_and_are_not_wrapped_when_piped(argv: list[str]) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "lean_mod_add_proof.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith("lean-mod-add-proof: error: "), done.stderr
+    assert len(errors[0]) > 0 and not done.stderr.splitlines()[-1].startswith(" "), done.stderr

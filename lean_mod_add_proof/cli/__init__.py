@@ -24,6 +24,7 @@ from lean_mod_add_proof.cli.exits import (
     EXIT_HELP,
     EXIT_HELP_NO_LEAN,
     EXIT_PROBLEM,
+    CliParser,
 )
 
 DISTRIBUTION = "lean-mod-add-proof"
@@ -44,13 +45,13 @@ def version_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="lean-mod-add-proof",
         description="Prove in Lean 4 that a frozen integer network adds modulo p: tasks, grader, tools.",
         epilog=EXIT_HELP,
     )
     parser.add_argument("--version", action="version", version=version_text())
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CliParser)
     for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs):
         module.register(commands)
     for name, sub in commands.choices.items():

@@ -9,12 +9,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.grading.result import GraderConfig
 
@@ -483,7 +482,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except ValueError as exc:
         if args.json:
             print(json.dumps({"error": f"bad setting: {exc}", "exit_code": EXIT_USAGE}))
-        print(f"doctor: bad setting: {exc}", file=sys.stderr)
+        print_error(f"doctor: bad setting: {exc}")
         return EXIT_USAGE
     if args.selftest:
         code, report = run_selftest_report(config)

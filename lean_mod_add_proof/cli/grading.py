@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR
 from lean_mod_add_proof.grading.result import verdict_exit_code
@@ -39,7 +39,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
     except ValueError as exc:
         if args.json:  # --json always prints a result, errors included (as `grade --json` does)
             print(json.dumps({"error": str(exc), "exit_code": EXIT_USAGE}))
-        print(f"guard: {exc}", file=sys.stderr)
+        print_error(f"guard: {exc}")
         return EXIT_USAGE
     verdict = check_guard(text)
     if args.json:
@@ -115,14 +115,11 @@ def verdict_line(result: Any) -> str:
 
 
 def _usage_error(args: argparse.Namespace, message: str, hint: str = "") -> int:
-    from rich.console import Console
-
     if args.json:  # --json always prints a result, errors included
         print(json.dumps({"error": message, "exit_code": EXIT_USAGE}))
-    err = Console(stderr=True)
-    err.print(f"[red]grade:[/] {message}", highlight=False)
+    print_error(f"grade: {message}")
     if hint:
-        err.print(hint, highlight=False)
+        print(hint, file=sys.stderr)
     return EXIT_USAGE
 
 
