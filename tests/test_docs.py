@@ -49,3 +49,12 @@ def test_relative_links_resolve(page: Path) -> None:
         assert dest.exists(), f"{page.name}: {target}"
         if anchor:
             assert anchor in anchors(dest), f"{page.name}: {target} (no such heading)"
+
+
+def test_the_readme_config_list_names_every_grader_setting() -> None:
+    """Issue 29: `judge` was missing from the README's list."""
+    from lean_mod_add_proof.grading.result import GraderSettings, flag_name
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [n for n in GraderSettings.model_fields if f"`{flag_name(n).removeprefix('--')}`" not in readme]
+    assert missing == []
