@@ -58,3 +58,15 @@ def test_the_readme_config_list_names_every_grader_setting() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [n for n in GraderSettings.model_fields if f"`{flag_name(n).removeprefix('--')}`" not in readme]
     assert missing == []
+
+
+def test_the_development_layout_names_every_module() -> None:
+    """Issue 29: docs/development.md showed last month's layout."""
+    layout = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    layout = layout[layout.index("## Layout") :]
+    package = ROOT / "lean_mod_add_proof"
+    grading = [m.name for m in sorted((package / "grading").glob("*.py")) if not m.name.startswith("_")]
+    cli = [m.stem for m in sorted((package / "cli").glob("*.py")) if not m.name.startswith("_")]
+    missing = [f"grading/{n}" for n in grading if n not in layout]
+    missing += [f"cli/{n}.py" for n in cli if not re.search(rf"\b{n}\b", layout)]
+    assert missing == []
