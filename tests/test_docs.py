@@ -70,3 +70,35 @@ def test_the_development_layout_names_every_module() -> None:
     missing = [f"grading/{n}" for n in grading if n not in layout]
     missing += [f"cli/{n}.py" for n in cli if not re.search(rf"\b{n}\b", layout)]
     assert missing == []
+
+
+def test_the_docs_command_lists_and_prints_pages(capsys: pytest.CaptureFixture[str]) -> None:
+    from lean_mod_add_proof.cli import main
+
+    assert main(["docs"]) == 0
+    listing = capsys.readouterr().out
+    assert "grading" in listing and "trust-model" in listing and "README" in listing
+    assert main(["docs", "grading"]) == 0
+    assert capsys.readouterr().out == (ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
+    assert main(["docs", "no-such-page"]) == 2
+
+
+def test_the_built_wheel_carries_the_docs(tmp_path: Path) -> None:
+    """Issue 29: docs/ was not in the wheel, so a wheel or Hub user had dead links."""
+    import subprocess
+    import sys
+    import zipfile
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0 and "hatchling" in done.stderr and "No matching distribution" in done.stderr:
+        pytest.skip("the build backend (hatchling) cannot be fetched here: no index")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for page in ["README.md", *(p.name for p in (ROOT / "docs").glob("*.md"))]:
+        assert f"lean_mod_add_proof/docs/{page}" in names, page

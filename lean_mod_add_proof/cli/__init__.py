@@ -12,6 +12,7 @@ from lean_mod_add_proof.cli import (
     baseline,
     calibrate,
     configs,
+    docs,
     doctor,
     grading,
     leancheck,
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CliParser)
-    for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs):
+    for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs, docs):
         module.register(commands)
     for name, sub in commands.choices.items():
         note = EXIT_HELP_NO_LEAN if name in COMMANDS_WITHOUT_LEAN else EXIT_HELP

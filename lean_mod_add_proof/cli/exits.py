@@ -42,7 +42,7 @@ EXIT_HELP = (
 #: The same for a command that needs no Lean and so never exits EXIT_NOT_JUDGED.
 EXIT_HELP_NO_LEAN = f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} a problem found; {EXIT_USAGE} usage error"
 #: The commands that never exit EXIT_NOT_JUDGED (their --help shows EXIT_HELP_NO_LEAN).
-COMMANDS_WITHOUT_LEAN = frozenset({"configs"})
+COMMANDS_WITHOUT_LEAN = frozenset({"configs", "docs"})
 
 
 #: The one prefix of every error line, whichever command prints it.
