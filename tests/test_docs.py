@@ -34,6 +34,10 @@ def test_the_front_page_is_short_and_keeps_its_two_commands() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     for heading in ("## Overview", "## Two commands", "## Configuration", "## Where to go next"):
         assert heading in readme
+    # issue 29: "Two commands" comes first; the Hub's argument and metric tables are there
+    assert readme.index("## Two commands") < readme.index("## Overview") < readme.index("```bash\npip")
+    assert "| argument (`--env.taskset.*`) | default | description |" in readme
+    assert "| metric | meaning |" in readme
     for page in ("docs/trust-model.md", "docs/grading.md", "docs/operations.md", "docs/dataset.md"):
         assert f"]({page})" in readme, page
 
