@@ -150,7 +150,8 @@ def table_cells(row: dict[str, Any]) -> list[str]:
 def results_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="lean-mod-add-proof demo: one row per rollout")
     table.add_column("#", justify="right")
-    table.add_column("task")
+    # Never cut a task id (issue 29: at 80 columns it read `p05_…`); other columns give way.
+    table.add_column("task", no_wrap=True, min_width=max((len(r["task"]) for r in rows), default=4))
     table.add_column("reward", justify="right")
     table.add_column("judged", justify="center")
     for stage in STAGES:

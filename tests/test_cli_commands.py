@@ -352,3 +352,14 @@ def test_error_lines_have_one_prefix_and_are_not_wrapped_when_piped(argv: list[s
     errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and errors[0].startswith("lean-mod-add-proof: error: "), done.stderr
     assert len(errors[0]) > 0 and not done.stderr.splitlines()[-1].startswith(" "), done.stderr
+
+
+def test_the_demo_table_never_cuts_a_task_id_at_80_columns() -> None:
+    from rich.console import Console
+
+    from lean_mod_add_proof.demo import results_table
+
+    console = Console(width=80, record=True)
+    console.print(results_table([{**_row(), "task": "p05_h08_s0"}, {**_row(), "task": "p23_h32_s2"}]))
+    text = console.export_text()
+    assert "p05_h08_s0" in text and "p23_h32_s2" in text, text
