@@ -81,7 +81,11 @@ image:
 	  echo "make image: neither docker nor podman is installed; install one, or set CONTAINER_TOOL" >&2; \
 	  exit 1; \
 	fi
-	$(CONTAINER_TOOL) build -f container/Containerfile -t $(IMAGE) .
+	@if [ "$$(basename "$(CONTAINER_TOOL)")" = docker ] && ! $(CONTAINER_TOOL) buildx version >/dev/null 2>&1; then \
+	  echo "make image: docker has no buildx; its legacy builder ignores container/Containerfile.dockerignore and would send the whole checkout (.venv included). Install docker-buildx, or use podman." >&2; \
+	  exit 1; \
+	fi
+	$(CONTAINER_TOOL) build -f container/Containerfile --build-arg ELAN_INIT_SHA256=$(ELAN_INIT_SHA256) -t $(IMAGE) .
 
 # Prebuild the grader's Network/Weights cache of every task on this host (needs `make lean`);
 # grader flags go in WARM_CACHE_ARGS, e.g. WARM_CACHE_ARGS="--cache-dir /data/cache".

@@ -2,9 +2,12 @@
 
 It starts `serve-baseline` (reference policy) on a free 127.0.0.1 port, runs vf-eval on three
 small training tasks with the taskset's default env (null harness, subprocess runtime), then
-prints one row per rollout from traces.jsonl and stops the server. The run uses
-`on_grader_error=zero`, so that without a Lean toolchain it still completes: every row then says
-"could not judge" (no verdict, which is not a rejection), and the demo says how to install Lean.
+prints one row per rollout from traces.jsonl and stops the server. The run uses the taskset's
+default `on_grader_error=raise`, as training does: without a Lean toolchain vf-eval records each
+rollout as errored (`GraderUnavailable`, reason in `traces[i].errors[j].message`, no reward), which
+is what the README promises (a host fault is never a 0.0). The table then shows reward "—", the
+same as the traces and vf-eval's log, and the demo says how to install Lean. (`zero` would record
+0.0 in the traces and vf-eval's log, a number that reads as a rejection.)
 
 Exit status: 0 when vf-eval ran and wrote traces (whatever the rewards), non-zero otherwise.
 """
@@ -63,7 +66,7 @@ def vf_eval_argv(
     max_p: int = 7,
     model: str = "baseline-reference",
     rich: bool = False,
-    on_grader_error: str = "zero",
+    on_grader_error: str = "raise",
     extra: Sequence[str] = (),
 ) -> list[str]:
     argv = [
@@ -147,7 +150,8 @@ def table_cells(row: dict[str, Any]) -> list[str]:
 def results_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="lean-mod-add-proof demo: one row per rollout")
     table.add_column("#", justify="right")
-    table.add_column("task")
+    # Never cut a task id (issue 29: at 80 columns it read `p05_…`); other columns give way.
+    table.add_column("task", no_wrap=True, min_width=max((len(r["task"]) for r in rows), default=4))
     table.add_column("reward", justify="right")
     table.add_column("judged", justify="center")
     for stage in STAGES:
@@ -156,6 +160,12 @@ def results_table(rows: list[dict[str, Any]]) -> Table:
     for i, row in enumerate(rows, start=1):
         table.add_row(str(i), row["task"], *table_cells(row))
     return table
+
+
+def broken_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rollouts that errored for another reason than "could not judge", which is the expected
+    outcome without Lean under on_grader_error=raise (pure)."""
+    return [r for r in rows if not r["ok"] and not (r["reason"] or "").startswith(NOT_JUDGED)]
 
 
 def print_reasons(rows: list[dict[str, Any]]) -> None:
@@ -172,8 +182,8 @@ def explain(rows: list[dict[str, Any]]) -> None:
     if rows and len(unjudged) == len(rows):
         console.print(
             "[bold yellow]Could not judge any rollout:[/] no verdict was reached, which is not a "
-            "rejection (a training run, with the default on_grader_error=raise, would error these "
-            "rollouts instead of training on them). The run itself worked: model call, taskset, "
+            "rejection: with on_grader_error=raise (the default, as in training) each rollout is "
+            "recorded as errored, with no reward. The run itself worked: model call, taskset, "
             "grader and traces. Nothing was verified by Lean.\n"
             "To grade for real: `lean-mod-add-proof install-lean` (`make lean` in a checkout), then "
             "`lean-mod-add-proof lean-check` (`make lean-check`), then run the demo again."
@@ -226,7 +236,7 @@ def run_demo(output_dir: Path, n: int, max_p: int, policy: str) -> int:
         f"traces: {traces_path}\nresolved config: {run_dir / 'configs' / 'resolved'}\n"
         f"logs: {run_dir / 'logs'}"
     )
-    broken = [r for r in rows if not r["ok"]]
+    broken = broken_rows(rows)
     if broken:
         console.print(f"[red]{len(broken)} rollout(s) errored[/] (see errors in traces.jsonl)")
         return 1

@@ -96,11 +96,14 @@ class LeanData(vf.TaskData):
     """sha256 of the task's Weights.lean; the grader refuses a file that does not match."""
     tasks_dir: str | None = None
     """The generated task set the task came from (None: the one shipped in the package)."""
+    box_is_host: bool = False
+    """The rollout's box is this machine (subprocess runtime), so host paths mean the same in it."""
 
 
 class LeanTaskConfig(vf.TaskConfig, GraderSettings):
-    """How submissions are graded (`--env.taskset.task.*`): every grader setting (defined once,
-    in `GraderSettings`) plus what the taskset does when the grader cannot judge."""
+    """How submissions are graded (vf-eval `--env.taskset.task.*`, vf-validate `--taskset.task.*`):
+    every grader setting (defined once, in `GraderSettings`) plus what the taskset does when the
+    grader cannot judge."""
 
     on_grader_error: Literal["raise", "zero"] = "raise"
     """When no verdict could be reached (no toolchain, sandbox unusable, self-test failed, internal
@@ -148,7 +151,7 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
 
 
 class LeanTasksetConfig(vf.TasksetConfig):
-    """Which tasks load (`--env.taskset.*`)."""
+    """Which tasks load (vf-eval `--env.taskset.*`, vf-validate `--taskset.*`)."""
 
     split: Literal["train", "eval", "hard", "all"] = "train"
     """`train` (seeds 0 and 1), `eval` (seed 2, held out), `all` (train + eval, the seed's grid) or
@@ -355,9 +358,13 @@ def blocker_banner(reason: str, on_grader_error: str) -> str:
     outcome = (
         "error (on_grader_error=raise)" if on_grader_error == "raise" else "score 0.0 (on_grader_error=zero)"
     )
+    # Under `zero` the rollout is not errored (its `errors` list is empty): the reason is on the grade.
+    where = (
+        REASON_IN_TRACES if on_grader_error == "raise" else f"traces.jsonl: traces[i].info.{INFO_KEY}.reason"
+    )
     return (
         f"GRADING IS NOT POSSIBLE here: {reason}. Every rollout will {outcome} until this is fixed "
-        f"(`lean-mod-add-proof doctor` checks the machine); each rollout's reason: {REASON_IN_TRACES}."
+        f"(`lean-mod-add-proof doctor` checks the machine); each rollout's reason: {where}."
     )
 
 
@@ -478,6 +485,10 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         argv += ["--weights-sha256", self.data.weights_sha256]
         for name in RUNTIME_SETTINGS:
             argv += [flag_name(name), str(getattr(self.config, name))]
+        if self.data.box_is_host and self.config.cache_dir is not None:
+            # The box is this machine: the configured cache is its cache too (issue 29: tests that
+            # set a cache dir must not fill the real ~/.cache/lean-mod-add-proof).
+            argv += [flag_name("cache_dir"), str(self.config.cache_dir)]
         return argv
 
     async def grade_in_runtime(self, reply: str, runtime: vf.Runtime | None) -> GradeResult:
@@ -607,6 +618,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
                 weights_sha256=r.weights_sha256,
                 tasks_dir=None if cfg.tasks_dir is None else str(cfg.tasks_dir),
                 image=image,
+                box_is_host=self.local_boxes,
             )
             yield LeanTask(data, task_cfg)
 

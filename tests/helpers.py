@@ -224,6 +224,22 @@ BWRAP = probe_sandbox()
 needs_bwrap = pytest.mark.skipif(not BWRAP.available, reason=f"no working sandbox: {BWRAP.reason}")
 
 
+def require_comparator() -> None:
+    """Skip, with the probe's reason, where the comparator cannot run on this host (it needs
+    bubblewrap, which some machines cannot install: issue 29). The probe is the grader's own, so
+    a host where it says "available" still runs every comparator test. Called inside a test, not
+    at import, so that collection does not run `lake --help`."""
+    from lean_mod_add_proof.grading.comparator import probe_comparator
+
+    probe = probe_comparator(DOUBLE_DIR)
+    if not probe.available:
+        pytest.skip(f"the comparator cannot run on this host: {probe.reason}")
+
+
+#: For a test that runs the comparator (see `require_comparator`).
+needs_comparator = pytest.mark.usefixtures("comparator_host")
+
+
 #: A well-formed accepting verdict of the judge, as a dict (tests build verdict lines from it).
 GOOD_VERDICT: dict[str, object] = {
     "judge": 1,

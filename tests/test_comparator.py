@@ -15,7 +15,17 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, copy_double, double_config, grade_task, run_double, submission, weights_text
+from helpers import (
+    DOUBLE_DIR,
+    copy_double,
+    double_config,
+    grade_task,
+    needs_comparator,
+    require_comparator,
+    run_double,
+    submission,
+    weights_text,
+)
 
 from lean_mod_add_proof.grading import comparator as cmp
 from lean_mod_add_proof.grading.lean_names import ALLOWED_AXIOMS, theorem_signature
@@ -275,6 +285,7 @@ def _run(
     )
 
 
+@needs_comparator
 def test_reference_is_accepted(tmp_path: Path) -> None:
     tc = _toolchain(tmp_path)
     out = _run(reference_submission(P), tmp_path, tc)
@@ -293,6 +304,7 @@ def test_reference_is_accepted(tmp_path: Path) -> None:
     assert (pkg / "lake-manifest.json").read_text() == cmp.MANIFEST_JSON
 
 
+@needs_comparator
 def test_reference_is_accepted_by_lake_challenge(tmp_path: Path) -> None:
     tc = _toolchain(tmp_path, "double-lake-challenge")
     out = _run(reference_submission(P), tmp_path, tc)
@@ -300,6 +312,7 @@ def test_reference_is_accepted_by_lake_challenge(tmp_path: Path) -> None:
     assert out.subcommand == "challenge" and out.commands[0].argv[1] == "challenge"
 
 
+@needs_comparator
 def test_sorry_proof_is_rejected(tmp_path: Path) -> None:
     text = f"import LeanCheckedNetwork.Weights\n\n{theorem_signature(P)} := by\n  sorry\n"
     out = _run(text, tmp_path, _toolchain(tmp_path))
@@ -320,11 +333,13 @@ def test_sorry_proof_is_rejected(tmp_path: Path) -> None:
         ("comparator crash", "not_judged"),
     ],
 )
+@needs_comparator
 def test_scripted_outcomes(tmp_path: Path, directive: str, verdict: str) -> None:
     out = _run(submission(directive), tmp_path, _toolchain(tmp_path))
     assert out.verdict == verdict, out.reason
 
 
+@needs_comparator
 def test_a_killed_step_while_the_oom_killer_acts_is_not_judged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -334,6 +349,7 @@ def test_a_killed_step_while_the_oom_killer_acts_is_not_judged(
     assert out.verdict == "not_judged" and "OOM killer" in out.reason, out.reason
 
 
+@needs_comparator
 def test_wrong_statement_is_rejected(tmp_path: Path) -> None:
     text = reference_submission(P).replace("(a + b) % 5 := by", "(b + a) % 5 := by")
     out = _run(text, tmp_path, _toolchain(tmp_path))
@@ -359,6 +375,7 @@ def test_lake_without_the_subcommand_is_not_judged(tmp_path: Path) -> None:
     assert out.verdict == "not_judged" and "neither" in out.reason
 
 
+@needs_comparator
 def test_probe_reports_the_host(tmp_path: Path) -> None:
     tc = _toolchain(tmp_path)
     probe = cmp.probe_comparator(tc, refresh=True)
@@ -382,6 +399,7 @@ def test_exit_2_is_not_judged(tmp_path: Path) -> None:
     assert out.commands[0].exit_code == 2 and "bwrap" in out.reason
 
 
+@needs_comparator
 def test_no_manifest_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = cmp.comparator_files
     monkeypatch.setattr(
@@ -392,6 +410,7 @@ def test_no_manifest_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert out.commands[0].exit_code == 2
 
 
+@needs_comparator
 def test_failure_before_the_solution_is_not_judged(tmp_path: Path) -> None:
     """No bundled exporter: Lake's export of the trusted challenge fails (exit 1), which says
     nothing about the submission."""
@@ -403,6 +422,7 @@ def test_failure_before_the_solution_is_not_judged(tmp_path: Path) -> None:
     assert out.verdict == "not_judged" and "before it reached the submission" in out.reason
 
 
+@needs_comparator
 def test_timeout_in_the_solutions_build_is_rejected(tmp_path: Path) -> None:
     out = _run(submission("comparator sleep 30"), tmp_path, _toolchain(tmp_path), timeout_s=2.0)
     assert out.verdict == "rejected" and "timed out" in out.reason
@@ -413,6 +433,7 @@ def test_timeout_in_the_solutions_build_is_rejected(tmp_path: Path) -> None:
     ("directive", "verdict"),
     [("comparator sleep 30", "rejected"), ("comparator build-fail x", "rejected"), ("", "accepted")],
 )
+@needs_comparator
 def test_a_lake_whose_stdout_is_buffered_is_judged_the_same(
     tmp_path: Path, directive: str, verdict: str
 ) -> None:
@@ -434,6 +455,7 @@ def test_the_phase_comes_from_whichever_sign_is_first() -> None:
     assert cmp.solution_phase_start(None, "", None) is None
 
 
+@needs_comparator
 def test_a_timeout_that_shortchanged_the_submission_is_not_judged(tmp_path: Path) -> None:
     """No allowance and a trusted phase that takes its time: the solution phase had less than
     `timeout_s` when the deadline struck, so the timeout is not the submission's verdict."""
@@ -460,6 +482,7 @@ def test_a_timeout_that_shortchanged_the_submission_is_not_judged(tmp_path: Path
     assert out.verdict == "not_judged" and "left the submission" in out.reason, out.reason
 
 
+@needs_comparator
 def test_the_comparator_runs_without_an_address_space_cap(tmp_path: Path) -> None:
     """Its bwrap clears LEAN_NUM_THREADS, so its Lean processes each reserve a 1 GiB stack per
     core: no RLIMIT_AS (the recording double shows `ulimit -v`), and the double, like Lean on a
@@ -475,6 +498,7 @@ def test_the_comparator_runs_without_an_address_space_cap(tmp_path: Path) -> Non
     assert out.verdict == "not_judged" and "failed to create thread" in out.commands[0].output_tail
 
 
+@needs_comparator
 def test_flood_then_failure_is_rejected(tmp_path: Path) -> None:
     out = _run(
         submission("comparator flood 3000000", "comparator build-fail x"), tmp_path, _toolchain(tmp_path)
@@ -482,6 +506,7 @@ def test_flood_then_failure_is_rejected(tmp_path: Path) -> None:
     assert out.commands[0].truncated and out.verdict == "rejected"
 
 
+@needs_comparator
 def test_exact_axioms_mode_cannot_accept(tmp_path: Path) -> None:
     out = _run(reference_submission(P), tmp_path, _toolchain(tmp_path), axioms_mode="exact")
     assert out.verdict == "not_judged" and "exact" in out.reason
@@ -509,6 +534,7 @@ def test_no_time_left_is_not_judged(tmp_path: Path) -> None:
     assert out.verdict == "not_judged"
 
 
+@needs_comparator
 def test_reused_directory_is_not_judged(tmp_path: Path) -> None:
     tc = _toolchain(tmp_path)
     assert _run(reference_submission(P), tmp_path, tc).verdict == "accepted"
@@ -530,6 +556,8 @@ def test_the_shared_double_lists_the_subcommand() -> None:
 async def test_a_slow_trusted_build_does_not_eat_the_submissions_time(tmp_path: Path, judge: str) -> None:
     """The challenge's Weights take 2.5 s to build and the honest proof 1.5 s, under a 3 s
     `timeout_s`: accepted on both routes, the trusted build counted on neither (issue 30)."""
+    if judge == "comparator":
+        require_comparator()
     task = grade_task(P, weights_text(P, "sleep 2.5"))
     text = submission("build sleep 1.5", "comparator sleep 1.5")
     res = await run_double(text, tmp_path, task=task, judge=judge, timeout_s=3.0)
@@ -542,6 +570,7 @@ async def test_a_slow_trusted_build_does_not_eat_the_submissions_time(tmp_path: 
         assert lake.argv[1] == "comparator" and lake.seconds < 3.0 + cmp.TRUSTED_STEPS_S
 
 
+@needs_comparator
 async def test_a_failed_trusted_challenge_build_is_not_judged(tmp_path: Path) -> None:
     task = grade_task(P, weights_text(P, "fail scripted trusted failure"))
     res = await run_double(reference_submission(P), tmp_path, task=task, judge="comparator")
@@ -549,6 +578,7 @@ async def test_a_failed_trusted_challenge_build_is_not_judged(tmp_path: Path) ->
     assert "could not prebuild the comparator's challenge" in res.reason
 
 
+@needs_comparator
 async def test_warm_cache_prebuilds_the_comparators_challenge(tmp_path: Path) -> None:
     from lean_mod_add_proof.grading.grader import warm_cache
 

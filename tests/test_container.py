@@ -58,19 +58,40 @@ def test_image_runs_as_an_unprivileged_user_with_its_cache_outside_root() -> Non
 
 
 def _requirements() -> dict[str, str]:
+    """name -> version; every requirement is pinned and carries at least one sha256 (issue 29)."""
     pins = {}
-    for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
+    text = REQUIREMENTS.read_text(encoding="utf-8").replace("\\\n", " ")
+    for line in text.splitlines():
+        line = line.split("# ", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
         if line:
-            name, _, version = line.partition("==")
+            spec, *options = line.split()
+            name, _, version = spec.partition("==")
             assert version, f"not pinned: {line}"
+            assert options and all(re.fullmatch(r"--hash=sha256:[0-9a-f]{64}", o) for o in options), line
             pins[re.sub(r"[-_.]+", "-", name).lower()] = version
     return pins
 
 
+def test_the_supply_chain_is_checked() -> None:
+    """elan-init.sh is checked against a sha256 the build must be given (no default: it fails
+    closed), pip installs only hashed wheels, hatchling is pinned, and `make image` refuses
+    docker's legacy builder, which ignores the dockerignore file."""
+    assert "ARG ELAN_INIT_SHA256=\n" in CONTAINERFILE
+    assert "sha256sum -c -" in CONTAINERFILE
+    assert CONTAINERFILE.index('test -n "${ELAN_INIT_SHA256}"') < CONTAINERFILE.index("sh /tmp/elan-init.sh")
+    assert "--require-hashes" in CONTAINERFILE
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'requires = \["hatchling==[0-9.]+"\]', pyproject)
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "buildx version" in makefile and "--build-arg ELAN_INIT_SHA256=" in makefile
+
+
 def test_the_package_is_installed_without_verifiers() -> None:
     assert re.search(
-        r"^RUN pip install --no-deps --requirement /tmp/requirements-grade.txt", CONTAINERFILE, re.M
+        r"^RUN pip install --no-deps --require-hashes --only-binary=:all: "
+        r"--requirement /tmp/requirements-grade.txt",
+        CONTAINERFILE,
+        re.M,
     )
     assert re.search(r"^RUN pip install --no-deps /src", CONTAINERFILE, re.MULTILINE)
     assert not re.search(r"pip install (?!--no-deps)", CONTAINERFILE)
@@ -154,7 +175,8 @@ def test_make_image_builds_the_tasksets_default_image() -> None:
         ["make", "-n", "image", "CONTAINER_TOOL=podman"], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert f"podman build -f container/Containerfile -t {DEFAULT_IMAGE} ." in done.stdout
+    build = f"podman build -f container/Containerfile --build-arg ELAN_INIT_SHA256= -t {DEFAULT_IMAGE} ."
+    assert build in done.stdout
 
 
 @needs_make

@@ -238,7 +238,12 @@ def test_grading_in_the_runtime_matches_the_host(tmp_path: Path, policy: str) ->
     """grade_in=runtime on the subprocess runtime: the grader runs in the rollout's box as
     `lean-mod-add-proof grade --json` (finding the toolchain double through the environment the
     box inherits) and its verdicts are the host's."""
-    box_env = {"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(DOUBLE_DIR)}
+    # A HOME of its own, so that a grade that ignored --cache-dir would fill `home`'s cache (checked
+    # below) and never the real ~/.cache/lean-mod-add-proof (issue 29); uv keeps its real cache.
+    home = tmp_path / "home"
+    home.mkdir()
+    uv_cache = os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv")
+    box_env = {"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(DOUBLE_DIR), "HOME": str(home), "UV_CACHE_DIR": uv_cache}
     common = ["--env.taskset.task.sandbox", "off", "--env.taskset.task.cache-dir", str(tmp_path / "cache")]
     runtime = ["--env.taskset.task.grade-in", "runtime"]  # the default image needs no unsetting here
     host = _run_vf_eval(
@@ -263,6 +268,8 @@ def test_grading_in_the_runtime_matches_the_host(tmp_path: Path, policy: str) ->
     assert {t["info"]["lean_grader"]["graded_in"] for t in host} == {"host"}
     if policy == "reference":
         assert all(t["info"]["lean_grader"]["judged"] and t["info"]["lean_grader"]["accepted"] for t in box)
+        assert (tmp_path / "cache").is_dir()  # the graders used the configured cache...
+    assert not (home / ".cache" / "lean-mod-add-proof").exists()  # ...and only that one
 
 
 @pytest.mark.e2e

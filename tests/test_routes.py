@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import copy_double, double_config, grade_task
+from helpers import copy_double, double_config, grade_task, needs_comparator
 
 from lean_mod_add_proof.constants import reference_submission, theorem_name
 from lean_mod_add_proof.grading import comparator, pipeline, selftest
@@ -46,6 +46,7 @@ async def test_the_default_grades_from_the_export_after_its_selftest(tmp_path: P
     assert not any(a.endswith(".olean") for a in judge.argv)
 
 
+@needs_comparator
 async def test_the_comparator_judges_the_reference_and_a_sorry(tmp_path: Path) -> None:
     ok = await _grade(reference_submission(5), tmp_path, judge="comparator")
     assert ok.accepted and ok.judge == "comparator" and ok.verdict_from is None, ok.reason
@@ -94,6 +95,7 @@ def _broken_replay_judge(tmp_path: Path) -> Path:
     return toolchain
 
 
+@needs_comparator
 async def test_auto_falls_through_to_the_comparator_when_no_replay_route_passes(tmp_path: Path) -> None:
     toolchain = _broken_replay_judge(tmp_path)
     res = await _grade(reference_submission(5), tmp_path, toolchain_dir=toolchain)

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, double_config, grade_task, submission
+from helpers import DOUBLE_DIR, double_config, grade_task, require_comparator, submission
 
 from lean_mod_add_proof.dataset.network import verify
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
@@ -74,6 +74,8 @@ def test_the_selftest_weights_are_a_correct_network() -> None:
 
 @pytest.mark.parametrize("route", pipeline.ROUTES["auto"], ids=lambda r: r.label)
 async def test_the_double_passes_every_canary(tmp_path: Path, route: pipeline.Route) -> None:
+    if route.label == "comparator":
+        require_comparator()
     report = await selftest.run_selftest(_double(), double_config(tmp_path), NETWORK, route)
     assert report.passed, report.reason
     assert [c.name for c in report.canaries] == [c.name for c in selftest.canaries_for(route)]

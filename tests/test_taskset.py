@@ -686,3 +686,15 @@ def test_the_env_puts_its_own_uv_on_path(tasks_dir: Path, tmp_path: Path, monkey
     monkeypatch.setenv("PATH", str(tmp_path))
     _env(tasks_dir, "subprocess")
     assert str(module.own_uv().parent) in os.environ["PATH"].split(os.pathsep)
+
+
+def test_a_box_on_this_machine_grades_with_the_configured_cache(tasks_dir: Path, tmp_path: Path) -> None:
+    """grade_in=runtime on the subprocess runtime: the box is this machine, so its grader gets
+    `--cache-dir` (issue 29: it used the real ~/.cache); a container box keeps its own paths."""
+    cfg = {"grade_in": "runtime", "cache_dir": tmp_path / "cache"}
+    ts = taskset(None, split="train", max_p=5, task=cfg)
+    remote = next(iter(ts)).runtime_argv()
+    assert "--cache-dir" not in remote
+    ts.local_boxes = True
+    local = next(iter(ts)).runtime_argv()
+    assert local[local.index("--cache-dir") + 1] == str(tmp_path / "cache")

@@ -4,6 +4,7 @@ one exit-code scheme (`cli/exits.py`), shown at the end of each `--help`."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -11,6 +12,7 @@ from lean_mod_add_proof.cli import (
     baseline,
     calibrate,
     configs,
+    docs,
     doctor,
     grading,
     leancheck,
@@ -18,7 +20,13 @@ from lean_mod_add_proof.cli import (
     tasks,
     warmcache,
 )
-from lean_mod_add_proof.cli.exits import EXIT_HELP
+from lean_mod_add_proof.cli.exits import (
+    COMMANDS_WITHOUT_LEAN,
+    EXIT_HELP,
+    EXIT_HELP_NO_LEAN,
+    EXIT_PROBLEM,
+    CliParser,
+)
 
 DISTRIBUTION = "lean-mod-add-proof"
 
@@ -38,23 +46,37 @@ def version_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="lean-mod-add-proof",
         description="Prove in Lean 4 that a frozen integer network adds modulo p: tasks, grader, tools.",
         epilog=EXIT_HELP,
     )
     parser.add_argument("--version", action="version", version=version_text())
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs):
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CliParser)
+    for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs, docs):
         module.register(commands)
-    for sub in commands.choices.values():
-        sub.epilog = f"{sub.epilog}\n\n{EXIT_HELP}" if sub.epilog else EXIT_HELP
+    for name, sub in commands.choices.items():
+        note = EXIT_HELP_NO_LEAN if name in COMMANDS_WITHOUT_LEAN else EXIT_HELP
+        sub.epilog = f"{sub.epilog}\n\n{note}" if sub.epilog else note
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    """Run one command. A reader that stops early (`| head`, `| true`) is handled here, once for
+    every command: no traceback, exit status EXIT_PROBLEM (the output was not all delivered)."""
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+            code = int(args.handler(args) or 0)
+        finally:  # also on argparse's SystemExit (--help, usage errors), which goes on up
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        return code
+    except BrokenPipeError:
+        # Python's documented recipe (library/signal.html, "Note on SIGPIPE"): point stdout at
+        # /dev/null so the flush at interpreter exit does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PROBLEM
 
 
 if __name__ == "__main__":

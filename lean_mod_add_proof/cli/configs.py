@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 #: Where the wheel puts them (pyproject: [tool.hatch.build.targets.wheel.force-include]).
@@ -38,7 +38,7 @@ def config_files(source: Path) -> list[Path]:
 def cmd_configs(args: argparse.Namespace) -> int:
     source = configs_source()
     if source is None:
-        print(f"configs: no configs found in {PACKAGED_CONFIGS} or {CHECKOUT_CONFIGS}", file=sys.stderr)
+        print_error(f"configs: no configs found in {PACKAGED_CONFIGS} or {CHECKOUT_CONFIGS}")
         return EXIT_USAGE
     files = config_files(source)
     if args.list:
@@ -65,7 +65,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
             target.write_bytes(data)
             print(f"wrote {target}")
     except OSError as exc:
-        print(f"configs: cannot write into {out}: {exc.strerror or exc}", file=sys.stderr)
+        print_error(f"configs: cannot write into {out}: {exc.strerror or exc}")
         return EXIT_USAGE
     for target in kept:
         print(

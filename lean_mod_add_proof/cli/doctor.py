@@ -9,12 +9,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.grading.result import GraderConfig
 
@@ -123,6 +122,12 @@ class UsernsFacts:
     unshare: bool | None
     """Whether `unshare --user true` worked as this user (None: could not try)."""
     unshare_error: str = ""
+
+
+def check_word(ok: bool, required: bool) -> str:
+    """The one word `doctor` and `lean-check` both print for a check: "yes", "NO" (required,
+    failed: grading cannot work) or "optional: no" (failed, but grading still works) (pure)."""
+    return "yes" if ok else ("NO" if required else "optional: no")
 
 
 @dataclass
@@ -408,7 +413,8 @@ def _print_checks(checks: list[Check], ready: bool) -> None:
     for column in ("check", "ok", "detail", "fix"):
         table.add_column(column, overflow="fold")
     for c in checks:
-        mark = "[green]yes[/]" if c.ok else ("[red]NO[/]" if c.required else "[yellow]no[/]")
+        word = check_word(c.ok, c.required)
+        mark = {"yes": "[green]yes[/]", "NO": "[red]NO[/]"}.get(word, f"[yellow]{word}[/]")
         table.add_row(c.name, mark, c.detail, "" if c.ok else c.fix)
     console = Console()
     console.print(table)
@@ -490,7 +496,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except ValueError as exc:
         if args.json:
             print(json.dumps({"error": f"bad setting: {exc}", "exit_code": EXIT_USAGE}))
-        print(f"doctor: bad setting: {exc}", file=sys.stderr)
+        print_error(f"doctor: bad setting: {exc}")
         return EXIT_USAGE
     if args.selftest:
         code, report = run_selftest_report(config)
@@ -515,7 +521,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Exit 0 only if the grader can run Lean for real on this machine, 1 otherwise. With "
         "--selftest: 0 if every canary got its expected verdict, 1 if one did not, 3 without a toolchain.",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON on stdout (no table)")
     p.add_argument("--selftest", action="store_true", help="grade the canaries now and print a table")
     add_grader_flags(p)
     p.set_defaults(handler=cmd_doctor)

@@ -14,16 +14,53 @@ runtime read-back checks against too); this module only adds the usage code and 
 
 from __future__ import annotations
 
+import argparse
+import sys
+from typing import NoReturn
+
 from lean_mod_add_proof.grading.result import EXIT_ACCEPTED, EXIT_NOT_JUDGED, EXIT_REJECTED
 
 EXIT_OK = EXIT_ACCEPTED
 EXIT_PROBLEM = EXIT_REJECTED
 EXIT_USAGE = 2
 
-__all__ = ["EXIT_HELP", "EXIT_NOT_JUDGED", "EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE"]
+__all__ = [
+    "COMMANDS_WITHOUT_LEAN",
+    "EXIT_HELP",
+    "EXIT_HELP_NO_LEAN",
+    "EXIT_NOT_JUDGED",
+    "EXIT_OK",
+    "EXIT_PROBLEM",
+    "EXIT_USAGE",
+]
 
 #: The scheme in one line, shown at the end of every command's --help.
 EXIT_HELP = (
     f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} rejected or a problem found; {EXIT_USAGE} usage error; "
     f"{EXIT_NOT_JUDGED} could not judge (e.g. no Lean toolchain: nothing was checked)"
 )
+#: The same for a command that needs no Lean and so never exits EXIT_NOT_JUDGED.
+EXIT_HELP_NO_LEAN = f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} a problem found; {EXIT_USAGE} usage error"
+#: The commands that never exit EXIT_NOT_JUDGED (their --help shows EXIT_HELP_NO_LEAN).
+COMMANDS_WITHOUT_LEAN = frozenset({"configs", "docs"})
+
+
+#: The one prefix of every error line, whichever command prints it.
+ERROR_PREFIX = "lean-mod-add-proof: error: "
+
+
+def print_error(message: str) -> None:
+    """One error line on stderr with the one prefix. A plain print, never rich: rich wraps at 80
+    columns when stderr is a pipe, which breaks a one-line error in two (issue 29)."""
+    print(ERROR_PREFIX + " ".join(message.split()), file=sys.stderr)
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse with the same error prefix as the commands' own errors (argparse's own would be
+    `lean-mod-add-proof grade: error: ...`); the exit code stays argparse's 2 (EXIT_USAGE)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        command = self.prog.removeprefix("lean-mod-add-proof").strip()
+        print_error(f"{command}: {message}" if command else message)
+        raise SystemExit(EXIT_USAGE)

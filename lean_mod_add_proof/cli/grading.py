@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR
 from lean_mod_add_proof.grading.result import verdict_exit_code
@@ -39,7 +39,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
     except ValueError as exc:
         if args.json:  # --json always prints a result, errors included (as `grade --json` does)
             print(json.dumps({"error": str(exc), "exit_code": EXIT_USAGE}))
-        print(f"guard: {exc}", file=sys.stderr)
+        print_error(f"guard: {exc}")
         return EXIT_USAGE
     verdict = check_guard(text)
     if args.json:
@@ -115,14 +115,11 @@ def verdict_line(result: Any) -> str:
 
 
 def _usage_error(args: argparse.Namespace, message: str, hint: str = "") -> int:
-    from rich.console import Console
-
     if args.json:  # --json always prints a result, errors included
         print(json.dumps({"error": message, "exit_code": EXIT_USAGE}))
-    err = Console(stderr=True)
-    err.print(f"[red]grade:[/] {message}", highlight=False)
+    print_error(f"grade: {message}")
     if hint:
-        err.print(hint, highlight=False)
+        print(hint, file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -182,7 +179,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the text guard on a Submission.lean file",
         description="Exit 0: passed; 1: rejected; 2: the file cannot be read.",
     )
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the Submission.lean to check")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(handler=cmd_guard)
 
@@ -191,10 +188,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="grade a Submission.lean (or a whole model reply) for one task with the real pipeline",
         description="Exit 0: accepted; 1: rejected; 2: usage error; 3: could not judge (no verdict).",
     )
-    p.add_argument("task_id")
+    p.add_argument("task_id", help="the task's id, e.g. p05_h08_s0 (see `lean-mod-add-proof tasks`)")
     p.add_argument("file", type=Path, help="the Submission.lean, or with --reply a whole model reply")
     p.add_argument("--reply", action="store_true", help="FILE is a model reply: take its ```lean block")
-    p.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    p.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=DEFAULT_TASKS_DIR,
+        help="the task set to read (default: the packaged one)",
+    )
     p.add_argument(
         "--weights-sha256", default=None, help="refuse unless the task's Weights.lean has this hash"
     )

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from lean_mod_add_proof.cli.doctor import check_word
 from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.grading.result import GraderSettings, flag_name
@@ -137,7 +138,8 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
         lines += ["", f"**doctor refused the settings:** {doctor['error']}"]
         return EXIT_USAGE, lines
     for check in doctor.get("checks", []):
-        lines.append(f"- {check['name']}: {'ok' if check['ok'] else 'NO'} — {check['detail']}")
+        word = check_word(check["ok"], check.get("required", True))
+        lines.append(f"- {check['name']}: {word} — {check['detail']}")
     if not any(c["name"] == "lean" for c in doctor.get("checks", [])):
         lines += [
             "",

@@ -38,7 +38,16 @@ def add_grader_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()
         default = field.default
         help_text = (field.description or "").replace("%", "%%")
         if kind is bool:
-            group.add_argument(flag_name(name), dest=name, action="store_true", default=None, help=help_text)
+            # Both `--x` and `--no-x`: a setting that defaults to true must be switchable off, and
+            # default=None keeps "not given" apart from either choice (`config_from_args`).
+            help_text += f" (default: {'on' if default else 'off'})"
+            group.add_argument(
+                flag_name(name),
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
             continue
         if typing.get_origin(kind) is Literal:
             choices = typing.get_args(kind)
@@ -78,12 +87,16 @@ def config_from_args(args: argparse.Namespace, **fixed: Any) -> GraderConfig:
         raise ValueError(config_error(exc)) from None
 
 
+def select(records: list[TaskRecord], split: str, max_p: int | None) -> list[TaskRecord]:
+    """The same filter the taskset applies (`--env.taskset.split`, `--env.taskset.max-p`). It lives
+    here, not in `tasks.py`, so that `tasks.py` imports this module and not the other way (pure)."""
+    return [r for r in records if (split == "all" or r.split == split) and (max_p is None or r.p <= max_p)]
+
+
 def select_tasks(records: list[TaskRecord], split: str, max_p: int | None) -> list[TaskRecord]:
     """The tasks of `split` with p <= `max_p`, refusing a `--max-p` exactly where vf-eval refuses
     it (`LeanTasksetConfig.max_p`: at least 2, and some task of the split must remain), with the
     same message. Raises TaskSetError, which every command reports as a usage error (pure)."""
-    from lean_mod_add_proof.cli.tasks import select
-
     if max_p is not None:
         if max_p < MIN_MAX_P:
             raise TaskSetError(f"--max-p {max_p}: must be at least {MIN_MAX_P}")

@@ -10,14 +10,13 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 from lean_mod_add_proof.grading.result import TOOLCHAIN_NAME_PATTERN, GraderSettings, flag_name
 
@@ -126,7 +125,7 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
     name = args.lean_toolchain
     if not re.fullmatch(TOOLCHAIN_NAME_PATTERN, name):
         why = f"--lean-toolchain {name!r} is not leanprover/lean4:vX.Y.Z[-rcN]"
-        print(f"install-lean: {why}", file=sys.stderr)
+        print_error(f"install-lean: {why}")
         return EXIT_USAGE
     elan_home, source = elan_home_and_source(args.elan_home, os.environ)
     print(f"elan home: {elan_home} ({source})", flush=True)
@@ -139,16 +138,14 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
     try:
         install(elan_home, args.script_url, args.timeout, name)
     except InstallError as exc:
-        print(f"install-lean: {exc}", file=sys.stderr)
+        print_error(f"install-lean: {exc}")
         return EXIT_PROBLEM
     toolchain.clear_probe_cache()
     found = toolchain.locate_toolchain(env=env, lean_toolchain=name)
     if isinstance(found, toolchain.Toolchain):
         print(f"installed {name}: {found.dir} ({found.version})")
     else:
-        print(
-            f"install-lean: the install ran but the toolchain was not found: {found.reason}", file=sys.stderr
-        )
+        print_error(f"install-lean: the install ran but the toolchain was not found: {found.reason}")
         return EXIT_PROBLEM
     if source == "--elan-home" and os.environ.get("ELAN_HOME") != str(elan_home):
         print(f"Set ELAN_HOME={elan_home} for the grader to find it there.")
@@ -164,7 +161,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         description=__doc__,
     )
     p.add_argument("--elan-home", default=None, help="where elan lives (default: $ELAN_HOME or ~/.elan)")
-    p.add_argument("--timeout", type=float, default=10.0, help="network timeout per request, in seconds")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="network timeout per request, in seconds (default: %(default)s)",
+    )
     field = GraderSettings.model_fields["lean_toolchain"]
     p.add_argument(
         flag_name("lean_toolchain"),

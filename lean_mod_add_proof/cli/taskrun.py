@@ -24,7 +24,12 @@ def add_task_flags(parser: argparse.ArgumentParser, split_help: str) -> None:
     parser.add_argument(
         "--task", action="append", default=[], metavar="ID", help="only this task (repeatable)"
     )
-    parser.add_argument("--tasks-dir", type=Path, default=DEFAULT_TASKS_DIR)
+    parser.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=DEFAULT_TASKS_DIR,
+        help="the task set to read (default: the packaged one)",
+    )
 
 
 def choose(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:

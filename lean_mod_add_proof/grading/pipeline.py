@@ -2,11 +2,15 @@
 checks). The first stage that fails gives reward 0.0 and stops the grade. Nothing but
 cancellation escapes `grade`.
 
-No Lake runs while grading: the toolchain's own `lean` compiles the submission (kernel checks
-skipped with `-Ddebug.skipKernelTC=true`, set here on the command line), and `Judge.lean`, run by
-the same `lean` from a fresh directory, is the single kernel check. The judge sees only the
-toolchain's library, byte-verified copies of the trusted Network/Weights outputs and the
-submission's olean; nothing else the build wrote is on its search path.
+No Lake runs while grading on the replay routes: the toolchain's own `lean` compiles the
+submission (kernel checks skipped with `-Ddebug.skipKernelTC=true`, set here on the command line).
+On the export route (`ROUTES`, tried first) the toolchain's `leanexport` then writes the
+submission's declarations as NDJSON text in the same sandbox, and `Judge.lean`, run by the same
+`lean` from a fresh directory, reads that text: the single kernel check, with no byte of the
+submission's olean crossing into the verdict process. Only on the olean route (the weaker
+boundary, named on every result) does the judge read the submission's olean, beside the
+toolchain's library and byte-verified copies of the trusted Network/Weights outputs. The
+comparator route runs the toolchain's own `lake comparator` instead (`comparator.py`).
 """
 
 from __future__ import annotations
