@@ -1,6 +1,8 @@
 """pytest configuration. Shared helpers live in `helpers.py` (importable because this file puts
 the tests directory on sys.path)."""
 
+from pathlib import Path
+
 import pytest
 
 
@@ -10,3 +12,16 @@ def comparator_host() -> None:
     from helpers import require_comparator
 
     require_comparator()
+
+
+@pytest.fixture
+def isolated_cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CLI test's own HOME (the default cache dir lives under it) and no toolchain found by
+    elan or the environment; nothing remembered of an earlier self-test. Use it as
+    `pytestmark = pytest.mark.usefixtures("isolated_cli_home")`."""
+    from lean_mod_add_proof.grading import selftest
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
+    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOOLCHAIN", raising=False)
+    selftest.forget()

@@ -259,3 +259,4 @@ def build_output(res: GradeResult) -> str:
     builds = [c for c in res.commands if c.argv and c.argv[-1].endswith("Submission.lean")]
     assert builds, [c.argv for c in res.commands]
     return builds[-1].output_tail
+

@@ -11,16 +11,9 @@ from helpers import DOUBLE_DIR, make_task_set
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.dataset.cost import read_timeouts
-from lean_mod_add_proof.grading import selftest
 from lean_mod_add_proof.taskset import LeanModAddProofTaskset, LeanTaskConfig, LeanTasksetConfig
 
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the default cache dir lives under it
-    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
-    monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOOLCHAIN", raising=False)
-    selftest.forget()
+pytestmark = pytest.mark.usefixtures("isolated_cli_home")
 
 
 def calibrate(tmp_path: Path, tasks_dir: Path, *extra: str) -> int:

@@ -141,7 +141,11 @@ def test_configs_writes_the_shipped_configs(tmp_path: Path, capsys: pytest.Captu
 def test_the_wheel_ships_the_configs_and_the_sdist_no_local_state() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     hatch = project["tool"]["hatch"]["build"]["targets"]
-    assert hatch["wheel"]["force-include"] == {"configs": "lean_mod_add_proof/configs"}
+    assert hatch["wheel"]["force-include"] == {
+        "configs": "lean_mod_add_proof/configs",
+        "docs": "lean_mod_add_proof/docs",
+        "README.md": "lean_mod_add_proof/docs/README.md",
+    }
     assert ".hypothesis" in hatch["sdist"]["exclude"]
     from lean_mod_add_proof.cli.configs import PACKAGED_CONFIGS
 

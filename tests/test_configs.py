@@ -213,7 +213,8 @@ def test_prime_rl_eval_config_is_the_same_smoke_eval() -> None:
 
 
 def largest_prompt_tokens(split: str, max_p: int | None) -> int:
-    from lean_mod_add_proof.cli.tasks import estimate_tokens, prompt_text, select
+    from lean_mod_add_proof.cli.settings import select
+    from lean_mod_add_proof.cli.tasks import estimate_tokens, prompt_text
     from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks
 
     records = select(load_tasks(DEFAULT_TASKS_DIR), split, max_p)

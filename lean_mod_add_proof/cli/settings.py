@@ -90,7 +90,7 @@ def config_from_args(args: argparse.Namespace, **fixed: Any) -> GraderConfig:
 def select(records: list[TaskRecord], split: str, max_p: int | None) -> list[TaskRecord]:
     """The same filter the taskset applies (`--env.taskset.split`, `--env.taskset.max-p`). It lives
     here, not in `tasks.py`, so that `tasks.py` imports this module and not the other way (pure)."""
-    return [r for r in records if (split == "all" or r.split == split) and (max_p is None or r.p <= max_p)]
+    return [r for r in records if in_split(r.split, split) and (max_p is None or r.p <= max_p)]
 
 
 def select_tasks(records: list[TaskRecord], split: str, max_p: int | None) -> list[TaskRecord]:

@@ -22,7 +22,6 @@ from lean_mod_add_proof.dataset.tasks import (
     SPLIT_CHOICES,
     TaskRecord,
     TaskSetError,
-    in_split,
     load_tasks,
 )
 
@@ -210,11 +209,6 @@ def _tasks_dir_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def select(records: list[TaskRecord], split: str, max_p: int | None) -> list[TaskRecord]:
-    """The same filter the taskset applies (`--env.taskset.split`, `--env.taskset.max-p`)."""
-    return [r for r in records if in_split(r.split, split) and (max_p is None or r.p <= max_p)]
-
-
 def _find(task_id: str, tasks_dir: Path) -> TaskRecord:
     for record in load_tasks(tasks_dir):
         if record.id == task_id:
@@ -223,7 +217,7 @@ def _find(task_id: str, tasks_dir: Path) -> TaskRecord:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from lean_mod_add_proof.cli.settings import select_tasks  # it uses `select` from here
+    from lean_mod_add_proof.cli.settings import select_tasks
 
     records = select_tasks(load_tasks(args.tasks_dir), args.split, args.max_p)
     try:
