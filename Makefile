@@ -44,8 +44,11 @@ lean-check: setup
 doctor: setup
 	$(BIN)/lean-mod-add-proof doctor
 
+# The grader's overhead on a cached grade (per step, paired with bare runs), its scaling up to
+# 2 x nproc, and what `kernels = all` costs (commands per cached grade for each mode).
 bench: setup
 	$(BIN)/python benchmarks/grader_overhead.py
+	$(BIN)/python benchmarks/kernel_processes.py
 
 # Mixed grades with faults against the toolchain double; fails on anything left behind or any grade
 # that ends wrongly (a stall included). Unsandboxed at concurrency 8, then sandboxed at concurrency 32,

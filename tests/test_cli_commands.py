@@ -163,6 +163,15 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     code = main(["lean-check", "--checkout", str(ROOT), *flags])
     out = capsys.readouterr().out
     assert "- self-test: passed" in out, out
+    # Every route's canaries, each with its expected and actual verdict and the belief it tests.
+    from lean_mod_add_proof.grading import pipeline, selftest
+
+    for route in pipeline.ROUTES["auto"]:
+        assert f"### {route.label}\n" in out
+        for c in selftest.canaries_for(route):
+            assert f"| ok {c.name} | {selftest._expected(c)} | " in out, c.name
+            assert selftest.BELIEFS[c.name] in out
+    assert "routes that passed: replay (export), replay (olean), comparator" in out
     assert "- calibration: passed" in out
     assert "- integration tests: not run" in out and "the located toolchain is the test double" in out
     assert code == EXIT_OK

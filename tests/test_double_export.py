@@ -744,3 +744,69 @@ def test_the_double_lists_its_export_tools() -> None:
         assert os.access(DOUBLE_DIR / "bin" / tool, os.X_OK)
     for module in ("LeanExport/Parse", "LeanExport/Basic", "LeanExport/Json", "LeanExport"):
         assert (DOUBLE_DIR / "lib" / "lean" / f"{module}.olean").is_file()
+
+
+# ---- a directive belongs to the declaration written after it -------------------------------
+
+_UNUSED = "theorem LeanCheckedNetwork.Net.unused_fact : True := trivial\n"
+_BEFORE_UNUSED = "-- double: judge replay-fail (kernel) boom\n" + _UNUSED
+
+
+def test_a_directive_on_an_unused_declaration_is_not_exported(tmp_path: Path) -> None:
+    # leanexport writes only the theorem's closure (`dumpConstant`, src/LeanExport/Basic.lean),
+    # so a declaration the theorem never uses, and its directive, are not in the export.
+    pkg = build(tmp_path, submission() + "\n" + _BEFORE_UNUSED)
+    text = exported(pkg)
+    consts = read_export(text)["consts"]
+    assert "LeanCheckedNetwork.Net.unused_fact" not in consts
+    assert "_double.judgeDirectives" not in consts
+    assert judged(tmp_path, pkg, text)["verdict"] == "ok"
+    # The olean holds every declaration: there the directive always takes effect.
+    v = verdict_of(run_judge(verdict_dir(tmp_path, pkg, None), ("--olean", "submission/Submission.olean")))
+    assert (v["verdict"], v["reason"]) == ("replay", "the kernel rejected the submission: (kernel) boom")
+
+
+def test_a_directive_on_a_used_declaration_is_exported(tmp_path: Path) -> None:
+    row = row_lemma_name(P, 1)
+    text = submission().replace(
+        f"set_option maxHeartbeats 0 in\ntheorem {row} ",
+        f"-- double: judge replay-fail (kernel) boom\nset_option maxHeartbeats 0 in\ntheorem {row} ",
+    )
+    assert "judge replay-fail" in text
+    pkg = build(tmp_path, text)
+    v = judged(tmp_path, pkg, exported(pkg))
+    assert (v["verdict"], v["reason"]) == ("replay", "the kernel rejected the submission: (kernel) boom")
+
+
+def test_exporting_everything_carries_every_directive(tmp_path: Path) -> None:
+    pkg = build(tmp_path, submission() + "\n" + _BEFORE_UNUSED)
+    done = leanexport(pkg, "LeanCheckedNetwork.Submission")
+    assert done.returncode == 0, done.stderr
+    consts = read_export(done.stdout.decode("utf-8"))["consts"]
+    assert consts["_double.judgeDirectives"]["value"] == ("strVal", "replay-fail (kernel) boom")
+
+
+def test_the_shift_canary_exports_its_bomb_and_an_unused_bomb_is_not_exported(tmp_path: Path) -> None:
+    # The self-test's shift canary (p = 3 there) made for this module's p: its theorem uses the
+    # bomb, so the bomb, its directive and a replay rejection travel; the old text (the bomb
+    # unused) exported neither, and its export-route canary accepted.
+    from lean_mod_add_proof.grading.export_text import ExportEditError, require_constant
+    from lean_mod_add_proof.grading.selftest import SHIFT_BOMB
+
+    bomb = (
+        "-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n"
+        f"theorem {SHIFT_BOMB} : Nat.shiftLeft 1 4294967296 = 0 := by\n  decide +kernel\n\n"
+    )
+    header = reference_submission(P).split("\n\n", 1)[0] + "\n\n"
+    unused = header + bomb + reference_submission(P).removeprefix(header)
+    used = unused.replace("  intro a ha\n", f"  have _bomb := {SHIFT_BOMB}\n  clear _bomb\n  intro a ha\n", 1)
+    assert used != unused
+    pkg = build(tmp_path, used, name="used")
+    text = exported(pkg)
+    assert require_constant(text, SHIFT_BOMB) == text
+    assert judged(tmp_path, pkg, text)["verdict"] == "replay"
+    pkg = build(tmp_path, unused, name="unused")
+    text = exported(pkg)
+    with pytest.raises(ExportEditError):
+        require_constant(text, SHIFT_BOMB)
+    assert judged(tmp_path, pkg, text)["verdict"] == "ok"

@@ -15,6 +15,7 @@ from lean_mod_add_proof.grading.export_text import (
     append_line,
     drop_constant,
     names,
+    require_constant,
     retype_constant,
 )
 
@@ -58,7 +59,9 @@ def test_retype_to_the_same_type_is_refused() -> None:
         retype_constant(EXPORT, "A.thm", "A.thm")
 
 
-@pytest.mark.parametrize("edit", [drop_constant, lambda t, n: retype_constant(t, n, "A.row")])
+@pytest.mark.parametrize(
+    "edit", [drop_constant, require_constant, lambda t, n: retype_constant(t, n, "A.row")]
+)
 def test_an_absent_constant_fails_closed(edit) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ExportEditError, match=r"no constant A\.nope"):
         edit(EXPORT, "A.nope")
@@ -77,3 +80,7 @@ def test_edits_never_touch_other_lines(extra: list[str]) -> None:
     text = EXPORT + "\n".join(line.replace('"in":', '"in_":') for line in extra)
     out = drop_constant(text, "A.row")
     assert out.split("\n") == [ln for i, ln in enumerate(text.split("\n")) if i != 7]
+
+
+def test_require_keeps_an_export_that_holds_the_constant() -> None:
+    assert require_constant(EXPORT, "A.row") == EXPORT

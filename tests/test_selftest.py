@@ -192,3 +192,8 @@ def test_judging_a_canary(tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()
     (tmp_path / "tmp" / selftest.INIT_MARKER).write_text("ran in the verdict")
     assert "initializer ran" in (selftest.judge_canary(init, accepted, tmp_path) or "")
+
+
+def test_every_canary_names_the_belief_it_tests() -> None:
+    assert set(selftest.BELIEFS) == {c.name for c in selftest.CANARIES}
+    assert all(selftest.BELIEFS.values())

@@ -111,7 +111,9 @@ partial def parseArgs (acc : Args) : List String → IO Args
   | [] => pure acc
   | [flag] => throw <| IO.userError s!"judge: {flag} needs a value"
   | flag :: value :: rest => do
-    let next ← match flag with
+    -- The ascription fixes the match's type for rc2's new `do` elaborator (backward.do.legacy
+    -- = false, lean4 PR #13305) instead of leaving it to inference from the arms.
+    let next : Args ← match flag with
       | "--olean" => pure { acc with olean := ⟨value⟩ }
       -- export-mode-begin
       | "--export" => pure { acc with exportFile := ⟨value⟩ }
@@ -141,7 +143,7 @@ Basic.lean, Bootstrap.lean). Written as a loop over `toList`, the most conservat
 `String` slicing API changed in 2025-26, and the old list-to-string conversion is deprecated. -/
 def clip (s : String) (n : Nat) : String := Id.run do
   let mut out := ""
-  let mut kept := 0
+  let mut kept : Nat := 0
   for c in s.toList do
     if kept == n then
       return out ++ "...(clipped)"

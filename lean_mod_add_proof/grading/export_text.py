@@ -72,6 +72,13 @@ def _constant_line(text: str, name: str) -> tuple[int, str, dict[str, object]]:
     raise ExportEditError(f"the export holds no constant {name}")
 
 
+def require_constant(text: str, name: str) -> str:
+    """The export unchanged, if it declares `name` (a canary whose bad declaration never reached
+    the export would test nothing)."""
+    _constant_line(text, name)
+    return text
+
+
 def drop_constant(text: str, name: str) -> str:
     """The export without the line declaring `name`: a dependency gone missing."""
     n, _, _ = _constant_line(text, name)

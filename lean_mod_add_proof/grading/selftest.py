@@ -47,7 +47,12 @@ from lean_mod_add_proof.grading import kernels as kernelsmod
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import toolchain_manifest, workdirs
 from lean_mod_add_proof.grading.backoff import Backoff
-from lean_mod_add_proof.grading.export_text import append_line, drop_constant, retype_constant
+from lean_mod_add_proof.grading.export_text import (
+    append_line,
+    drop_constant,
+    require_constant,
+    retype_constant,
+)
 from lean_mod_add_proof.grading.judge_source import judge_text
 from lean_mod_add_proof.grading.lean_names import (
     SPEC_CONSTANT,
@@ -61,7 +66,7 @@ from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-4"  # 4: the comparator verdict (phases, OOM, deadline)
+GRADER_VERSION = "judge-4"  # 4: the comparator verdict; the shift canary's bomb in the closure
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
@@ -71,6 +76,7 @@ INIT_MARKER = "lean-mod-add-proof-init-marker"
 _SIG = theorem_signature(SELFTEST_P)
 _HEADER = f"import {WEIGHTS_MODULE}\n\n"
 _REFERENCE_BODY = reference_submission(SELFTEST_P).removeprefix(_HEADER)
+SHIFT_BOMB = "LeanCheckedNetwork.Net.shift_bomb"
 
 
 #: The routes a canary can run on (`route_key`): the replay judge reading the export or the
@@ -147,13 +153,25 @@ CANARIES: tuple[Canary, ...] = (
         # ordinary replay rejection. Not evaluated while building (skipKernelTC), so it is the
         # judge's replay that meets it; a toolchain that evaluates it while building rejects it
         # there, which is as good.
-        f"{_HEADER}theorem LeanCheckedNetwork.Net.shift_bomb : Nat.shiftLeft 1 4294967296 = 0 := by\n"
-        f"  decide +kernel\n\n{_REFERENCE_BODY}"
-        "-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n",
+        # `leanexport` writes only the theorem's closure through types and values (`dumpConstant`,
+        # src/LeanExport/Basic.lean), so the theorem must use the bomb: the tactic `have` becomes
+        # a `let` whose value is kept even when unused (`elabLetDeclAux`, `usedOnly := false`,
+        # src/Lean/Elab/Binders.lean), and `clear` only narrows the goal's context (a new goal
+        # assigned to the old one, src/Lean/Meta/Tactic/Clear.lean), so no later tactic sees it.
+        f"{_HEADER}-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n"
+        "theorem LeanCheckedNetwork.Net.shift_bomb : Nat.shiftLeft 1 4294967296 = 0 := by\n"
+        f"  decide +kernel\n\n"
+        + _REFERENCE_BODY.replace(
+            "  intro a ha\n",
+            f"  have _bomb := {SHIFT_BOMB}\n  clear _bomb\n  intro a ha\n",
+            1,
+        ),
         "leanchecker",
         "kernel",
         also_fine=("build",),
         per_route={"comparator": COMPARATOR_REJECTS},
+        # Fails closed (ExportEditError) when the export lacks the bomb: a canary testing nothing.
+        export_edit=functools.partial(require_constant, name=SHIFT_BOMB),
     ),
     Canary(
         "a declared axiom",
@@ -237,6 +255,28 @@ CANARIES: tuple[Canary, ...] = (
 )
 
 
+#: The belief about Lean each canary tests, so that a failed canary in a report from a real
+#: machine names the belief that was wrong (`lean-check`'s report).
+BELIEFS: Mapping[str, str] = {
+    "reference proof": "an honest per-row `decide +kernel` proof builds, exports and replays",
+    "a sorry proof": "`sorry` elaborates to the axiom `sorryAx`, which the judge finds",
+    "a theorem stated as True": "the judge compares the theorem's type with the trusted Spec",
+    "skipKernelTC over a false decide": "the judge's replay re-checks what the build skipped",
+    "an oversized shift in the replay": "the theorem's closure holds the bomb, and rc2's kernel "
+    "refuses an oversized Nat.shiftLeft with an exception (lean4 #14849)",
+    "a declared axiom": "a declared axiom the theorem uses is reported by the judge",
+    "an import of a module the build made": "the olean judge refuses a module it does not trust; "
+    "the export holds only the closure, so there it changes nothing",
+    "an initializer": "no `initialize` code runs while the verdict is reached",
+    "a build over a small memory cap": "the build's memory cap is enforced and is a verdict",
+    "an export that redefines Spec": "a constant named Spec in the export must equal the trusted one",
+    "an export missing a dependency": "the replay refuses a constant whose dependency is absent",
+    "an export whose theorem's type is not what its value proves": "the replay type-checks each "
+    "constant's value against its stated type",
+    "a malformed export": "the judge's export reader (LeanExport.parseStream) refuses an unknown line",
+}
+
+
 @dataclass(frozen=True)
 class CheckerCanary:
     """An export every external checker must not accept (`kernels = all`), or, `must_accept`, the
@@ -298,6 +338,8 @@ class CanaryOutcome(BaseModel):
     """What one canary got, for the report and `doctor --selftest`."""
 
     name: str
+    belief: str = ""
+    """What about Lean it tests (`BELIEFS`)."""
     expected: str
     got: str
     passed: bool
@@ -385,6 +427,7 @@ async def run_selftest(
             outcomes.append(
                 CanaryOutcome(
                     name=c.name,
+                    belief=BELIEFS.get(c.name, ""),
                     expected=_expected(c),
                     got=_got(res),
                     passed=problem is None,

@@ -219,7 +219,8 @@ def analyze(text: str, imported: set[str]) -> list[dict]:
     known identifier, or the text and the known constants it mentions) and its value (a single
     known identifier, or the known constants the body mentions)."""
     scope = Scope(set(BUILTIN_NAMES) | imported)
-    lines = strip_comments(text).split("\n")
+    raw = text.split("\n")
+    lines = strip_comments(text).split("\n")  # blanked comments keep the line numbers of `raw`
     records: list[dict] = []
     i = 0
     while i < len(lines):
@@ -250,9 +251,29 @@ def analyze(text: str, imported: set[str]) -> list[dict]:
             block.append(lines[i])
             i += 1
         name = scope.full_name(short)
-        records.append(record(keyword, name, "\n".join(block), scope))
+        rec = record(keyword, name, "\n".join(block), scope)
+        owned = owned_directives(raw, i - len(block))
+        if owned:
+            rec["judge"] = owned
+        records.append(rec)
         scope.known.add(name)
     return records
+
+
+def owned_directives(raw: list[str], header: int) -> list[str]:
+    """The `-- double: judge` lines written immediately before the declaration whose header is
+    line `header` (other `-- double:` lines and `set_option ... in` lines may sit between): they
+    belong to that declaration, so the exporter carries them only with it (../README.md)."""
+    out: list[str] = []
+    j = header - 1
+    while j >= 0 and (raw[j].startswith("-- double: ") or SET_OPTION_IN_RE.fullmatch(raw[j].strip())):
+        if raw[j].startswith("-- double: judge "):
+            out.insert(0, raw[j][len("-- double: judge ") :])
+        j -= 1
+    return out
+
+
+SET_OPTION_IN_RE = re.compile(r"set_option \S+ \S+ in")
 
 
 def record(keyword: str, name: str, body_text: str, scope: Scope) -> dict:
@@ -854,10 +875,6 @@ def leanexport(argv: list[str]) -> int:
         elif verb == "redefine-spec":
             env[name_of(SPEC)] = defn(SPEC, SORT0, const(f"double.redefined.{SPEC}"))
             ex.constant(name_of(SPEC))
-    if judge_lines:  # the olean's `judge` directives, carried as a string in the export
-        d = name_of(DIRECTIVES_CONST)
-        env[d] = defn(DIRECTIVES_CONST, const("double.String"), ("strVal", "\n".join(judge_lines)), "opaque")
-        ex.constant(d)
     targets = (
         [name_of(w) for w in wanted]
         if wanted is not None
@@ -865,6 +882,26 @@ def leanexport(argv: list[str]) -> int:
     )
     for c in targets:
         ex.constant(c)
+    # A directive written before a declaration belongs to it and travels only when that
+    # declaration is in the export (`dumpConstant` writes the named constants' closure,
+    # src/LeanExport/Basic.lean); a directive before no declaration belongs to the module.
+    owned: dict = {}
+    for _, rec in records:
+        for line in rec.get("judge", []) if isinstance(rec.get("judge"), list) else []:
+            owned.setdefault(line, []).append(name_of(rec["name"]))
+    carried: list[str] = []
+    for line in judge_lines:
+        owners = owned.get(line)
+        if owners is None:
+            carried.append(line)
+        elif owners.pop(0) in ex.visited:
+            carried.append(line)
+        if owners is not None and not owners:
+            del owned[line]
+    if carried:  # the `judge` directives that travel, carried as a string in the export
+        d = name_of(DIRECTIVES_CONST)
+        env[d] = defn(DIRECTIVES_CONST, const("double.String"), ("strVal", "\n".join(carried)), "opaque")
+        ex.constant(d)
     if garbage:
         body.insert(len(body) // 2, '{"ie": this line is not JSON (toolchain double: export garbage)')
     for line in body:
