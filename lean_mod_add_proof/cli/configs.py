@@ -14,20 +14,15 @@ import sys
 from pathlib import Path
 
 from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
+from lean_mod_add_proof.cli.shipped import shipped_dir, shipped_places
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
-#: Where the wheel puts them (pyproject: [tool.hatch.build.targets.wheel.force-include]).
-PACKAGED_CONFIGS = PACKAGE_DIR / "configs"
-#: Where they live in a checkout (and so in an editable install).
-CHECKOUT_CONFIGS = PACKAGE_DIR.parent / "configs"
+#: Where the wheel puts them, and where a checkout keeps them.
+PACKAGED_CONFIGS, CHECKOUT_CONFIGS = shipped_places("configs")
 
 
 def configs_source() -> Path | None:
     """The directory holding the shipped configs: the package's own copy, else the checkout's."""
-    for candidate in (PACKAGED_CONFIGS, CHECKOUT_CONFIGS):
-        if candidate.is_dir() and any(candidate.rglob("*.toml")):
-            return candidate
-    return None
+    return shipped_dir("configs", "*.toml")
 
 
 def config_files(source: Path) -> list[Path]:

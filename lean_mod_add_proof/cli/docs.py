@@ -7,17 +7,15 @@ import argparse
 from pathlib import Path
 
 from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_USAGE, print_error
+from lean_mod_add_proof.cli.shipped import shipped_dir, shipped_places
 
-#: Where the docs are: in the wheel (pyproject's force-include), else in a checkout.
-PACKAGED_DOCS = Path(__file__).resolve().parent.parent / "docs"
-CHECKOUT_DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+#: Where the docs are: in the wheel, else in a checkout.
+PACKAGED_DOCS, CHECKOUT_DOCS = shipped_places("docs")
 
 
 def docs_dir() -> Path | None:
-    for candidate in (PACKAGED_DOCS, CHECKOUT_DOCS):
-        if candidate.is_dir():
-            return candidate
-    return None
+    """The folder holding the docs' pages."""
+    return shipped_dir("docs", "*.md")
 
 
 def topics(folder: Path) -> dict[str, Path]:
