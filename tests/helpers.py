@@ -260,3 +260,17 @@ def build_output(res: GradeResult) -> str:
     assert builds, [c.argv for c in res.commands]
     return builds[-1].output_tail
 
+
+def count_selftest_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the self-test runs from here on (one entry each); the real self-test still runs."""
+    from lean_mod_add_proof.grading import selftest
+
+    runs: list[int] = []
+    real = selftest.run_selftest
+
+    async def counting(*args: object) -> selftest.SelfTestReport:
+        runs.append(1)
+        return await real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selftest, "run_selftest", counting)
+    return runs

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, double_config, grade_task, require_comparator, submission
+from helpers import DOUBLE_DIR, count_selftest_runs, double_config, grade_task, require_comparator, submission
 
 from lean_mod_add_proof.dataset.network import verify
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
@@ -126,7 +126,9 @@ async def test_a_yes_toolchain_makes_every_grade_could_not_judge(tmp_path: Path)
         assert "replay (olean): toolchain self-test failed" in res.reason and "comparator: " in res.reason
 
 
-async def test_grades_wait_for_one_selftest_and_it_is_remembered(tmp_path: Path) -> None:
+async def test_grades_wait_for_one_selftest_and_it_is_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = double_config(tmp_path)
     results = await asyncio.gather(*(grade(submission(), grade_task(), config) for _ in range(3)))
     assert all(r.accepted and r.judged for r in results), [r.reason for r in results]
@@ -134,18 +136,8 @@ async def test_grades_wait_for_one_selftest_and_it_is_remembered(tmp_path: Path)
     assert len(passes) == 1 and json.loads(passes[0].read_text())["passed"] is True
     # A new process (forgotten memo) trusts the remembered pass instead of running canaries.
     selftest.forget()
-    calls: list[int] = []
-    original = selftest.run_selftest
-
-    async def counting(*args: object) -> selftest.SelfTestReport:
-        calls.append(1)
-        return await original(*args)  # type: ignore[arg-type]
-
-    selftest.run_selftest = counting  # type: ignore[assignment]
-    try:
-        assert (await grade(submission(), grade_task(), config)).accepted
-    finally:
-        selftest.run_selftest = original  # type: ignore[assignment]
+    calls = count_selftest_runs(monkeypatch)
+    assert (await grade(submission(), grade_task(), config)).accepted
     assert calls == []
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import copy_double, double_config, grade_task, submission
+from helpers import copy_double, count_selftest_runs, double_config, grade_task, submission
 
 from lean_mod_add_proof.grading import backoff, native_judge, selftest
 from lean_mod_add_proof.grading.grader import grade
@@ -78,7 +78,9 @@ async def test_a_transient_selftest_failure_waits_for_its_back_off(
     assert (await _grade(tmp_path, tc)).verdict_from == "export"
 
 
-async def test_a_selftest_failed_on_a_verdict_is_not_retried(tmp_path: Path) -> None:
+async def test_a_selftest_failed_on_a_verdict_is_not_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from test_selftest import _liar
 
     from lean_mod_add_proof.grading import pipeline, toolchain
@@ -88,20 +90,10 @@ async def test_a_selftest_failed_on_a_verdict_is_not_retried(tmp_path: Path) -> 
     config = double_config(tmp_path, toolchain_dir=found.dir)
     report = await selftest.run_selftest(found, config, grade_task().network_lean, pipeline.EXPORT_ROUTE)
     assert not report.passed and not report.transient
-    calls: list[int] = []
-    real = selftest.run_selftest
-
-    async def counting(*args: object) -> selftest.SelfTestReport:
-        calls.append(1)
-        return await real(*args)  # type: ignore[arg-type]
-
-    selftest.run_selftest = counting  # type: ignore[assignment]
-    try:
-        for _ in range(2):
-            res = await grade(submission(), grade_task(), config)
-            assert not res.judged and "a sorry proof was accepted" in res.reason
-    finally:
-        selftest.run_selftest = real  # type: ignore[assignment]
+    calls = count_selftest_runs(monkeypatch)
+    for _ in range(2):
+        res = await grade(submission(), grade_task(), config)
+        assert not res.judged and "a sorry proof was accepted" in res.reason
     assert len(calls) == 2  # once per replay route (the liar has no lake comparator), never again
 
 

@@ -10,7 +10,15 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, grade_task, make_task_set, run_double, submission, weights_text
+from helpers import (
+    DOUBLE_DIR,
+    count_selftest_runs,
+    grade_task,
+    make_task_set,
+    run_double,
+    submission,
+    weights_text,
+)
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.cli.taskrun import choose
@@ -108,14 +116,7 @@ async def test_a_first_grade_after_warming_runs_no_canary_and_only_its_own_proce
     # a fresh process: nothing remembered in memory
     selftest.forget()
     native_judge.forget()
-    canaries: list[str] = []
-    original = selftest.run_selftest
-
-    async def counting(*args: object) -> selftest.SelfTestReport:
-        canaries.append("ran")
-        return await original(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(selftest, "run_selftest", counting)
+    canaries = count_selftest_runs(monkeypatch)
     res = await grader.grade(submission(), task, config)
     assert res.accepted and res.cache == "hit" and res.judge_mode == "native", res.reason
     assert canaries == []
