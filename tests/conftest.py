@@ -1,6 +1,7 @@
 """pytest configuration. Shared helpers live in `helpers.py` (importable because this file puts
 the tests directory on sys.path)."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,3 +26,20 @@ def isolated_cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
     monkeypatch.delenv("LEAN_MOD_ADD_PROOF_TOOLCHAIN", raising=False)
     selftest.forget()
+
+
+@pytest.fixture
+def fresh_memos() -> Iterator[None]:
+    """Nothing this process remembers of an earlier self-test or toolchain probe (the `lean
+    --version` and `lake comparator` probes), before the test and after it. Use it as
+    `pytestmark = pytest.mark.usefixtures("fresh_memos")`."""
+    from lean_mod_add_proof.grading import comparator, selftest, toolchain
+
+    def forget() -> None:
+        selftest.forget()
+        toolchain.clear_probe_cache()
+        comparator.clear_probe_cache()
+
+    forget()
+    yield
+    forget()

@@ -23,13 +23,7 @@ from lean_mod_add_proof.taskset import LeanTaskConfig
 RELEASE = "leanprover/lean4:v4.35.0"
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    selftest.forget()
-    toolchain.clear_probe_cache()
-    yield
-    selftest.forget()
-    toolchain.clear_probe_cache()
+pytestmark = pytest.mark.usefixtures("fresh_memos")
 
 
 def _release_double(tmp_path: Path) -> Path:

@@ -10,20 +10,14 @@ import pytest
 from helpers import copy_double, double_config, grade_task, needs_comparator
 
 from lean_mod_add_proof.constants import reference_submission, theorem_name
-from lean_mod_add_proof.grading import comparator, pipeline, selftest
+from lean_mod_add_proof.grading import pipeline
 from lean_mod_add_proof.grading.grader import grade
 from lean_mod_add_proof.grading.result import GradeResult
 
 SORRY = f"import LeanCheckedNetwork.Weights\n\ntheorem {theorem_name(5)} : True := by\n  sorry\n"
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    selftest.forget()
-    comparator.clear_probe_cache()
-    yield
-    selftest.forget()
-    comparator.clear_probe_cache()
+pytestmark = pytest.mark.usefixtures("fresh_memos")
 
 
 async def _grade(text: str, tmp_path: Path, **cfg: object) -> GradeResult:
