@@ -71,10 +71,17 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 # The grading image (container/Containerfile), tagged as the taskset's default image.
+# Only what the Containerfile copies may reach the build (container/Containerfile.dockerignore):
+# docker builds with `buildx build`, always BuildKit, which reads that file next to the
+# Containerfile (docker's legacy builder ignores it and would send the whole checkout, .venv
+# included, so a docker without buildx is refused); podman is given it with --ignorefile
+# (podman-build(1)).
 .PHONY: image warm-cache
 PKG_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE ?= lean-mod-add-proof:$(PKG_VERSION)
 CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+IMAGE_BUILD = $(if $(filter docker,$(notdir $(CONTAINER_TOOL))),buildx build --load,build$(if \
+  $(filter podman,$(notdir $(CONTAINER_TOOL))), --ignorefile container/Containerfile.dockerignore))
 
 image:
 	@if [ -z "$(CONTAINER_TOOL)" ]; then \
@@ -85,7 +92,7 @@ image:
 	  echo "make image: docker has no buildx; its legacy builder ignores container/Containerfile.dockerignore and would send the whole checkout (.venv included). Install docker-buildx, or use podman." >&2; \
 	  exit 1; \
 	fi
-	$(CONTAINER_TOOL) build -f container/Containerfile --build-arg ELAN_INIT_SHA256=$(ELAN_INIT_SHA256) -t $(IMAGE) .
+	$(CONTAINER_TOOL) $(IMAGE_BUILD) -f container/Containerfile -t $(IMAGE) .
 
 # Prebuild the grader's Network/Weights cache of every task on this host (needs `make lean`);
 # grader flags go in WARM_CACHE_ARGS, e.g. WARM_CACHE_ARGS="--cache-dir /data/cache".

@@ -1,9 +1,11 @@
-"""`install-lean`: a pinned elan installer (a release tag, never `master`) and the elan home it
-really uses, printed before anything else. Offline only: no download is attempted here that
-could succeed (the script URL points at a closed local port)."""
+"""`install-lean`: a pinned elan installer (a release tag, never `master`, run only if its sha256
+is the pinned one) and the elan home it really uses, printed before anything else. Offline only:
+no download is attempted here that could succeed (the script URL points at a closed local port,
+or at a local file)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -12,10 +14,13 @@ from helpers import DOUBLE_DIR
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.cli.setup import (
+    ELAN_COMMIT,
+    ELAN_INIT_SHA256,
     ELAN_INIT_URL,
     ELAN_RELEASE,
     MANUAL_STEPS,
     elan_home_and_source,
+    install,
     manual_steps,
 )
 from lean_mod_add_proof.grading.toolchain import ELAN_DIR_NAME, TOOLCHAIN_ENV, clear_probe_cache
@@ -28,6 +33,46 @@ def test_installer_is_pinned_to_a_release_tag() -> None:
     assert ELAN_INIT_URL == f"https://raw.githubusercontent.com/leanprover/elan/{ELAN_RELEASE}/elan-init.sh"
     assert "master" not in ELAN_INIT_URL and "master" not in MANUAL_STEPS
     assert ELAN_INIT_URL in MANUAL_STEPS
+    assert re.fullmatch(r"[0-9a-f]{40}", ELAN_COMMIT) and re.fullmatch(r"[0-9a-f]{64}", ELAN_INIT_SHA256)
+    # the manual steps check the script before running it, never `curl | sh`
+    assert f"echo '{ELAN_INIT_SHA256}  elan-init.sh' | sha256sum -c -" in MANUAL_STEPS
+    assert not re.search(r"\|\s*sh\s", MANUAL_STEPS)
+
+
+def _installer(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in elan-init.sh that leaves a mark when run and installs an `elan` that succeeds."""
+    ran = tmp_path / "installer-ran"
+    script = tmp_path / "elan-init.sh"
+    script.write_text(
+        f"touch {ran}\n"
+        'mkdir -p "$ELAN_HOME/bin"\n'
+        'printf "#!/bin/sh\\nexit 0\\n" > "$ELAN_HOME/bin/elan"\n'
+        'chmod +x "$ELAN_HOME/bin/elan"\n'
+    )
+    return script, ran
+
+
+@pytest.mark.usefixtures("offline")
+def test_an_installer_with_another_sha256_is_never_run(capsys, tmp_path: Path) -> None:
+    script, ran = _installer(tmp_path)
+    home = tmp_path / "elan"
+    code = main(["install-lean", "--elan-home", str(home), "--script-url", script.as_uri(), "--timeout", "3"])
+    err = capsys.readouterr().err
+    assert code == 1  # a problem found (cli/exits.py), not a usage error
+    actual = hashlib.sha256(script.read_bytes()).hexdigest()
+    assert f"has sha256 {actual}, not the pinned {ELAN_INIT_SHA256}: refusing to run it" in err
+    assert "sha256sum -c -" in err  # and the manual steps say how to check it by hand
+    assert not ran.exists() and not home.exists()
+
+
+def test_an_installer_with_the_pinned_sha256_is_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same check lets through the script whose sha256 it is given."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    script, ran = _installer(tmp_path)
+    home = tmp_path / "elan"
+    pinned = hashlib.sha256(script.read_bytes()).hexdigest()
+    elan = install(home, script.as_uri(), 3.0, script_sha256=pinned)
+    assert ran.exists() and elan == home / "bin" / "elan"
 
 
 def test_elan_home_and_source(tmp_path: Path) -> None:
@@ -59,7 +104,7 @@ def test_prints_the_elan_home_it_uses(capsys, tmp_path: Path, monkeypatch, via: 
     source = "--elan-home" if via == "flag" else "$ELAN_HOME"
     assert out.splitlines()[0] == f"elan home: {home} ({source})"
     # the manual steps are for the elan home in use, not ~/.elan
-    assert f"{home}/bin/elan toolchain install" in err and f"ELAN_HOME={home} sh -s" in err
+    assert f"{home}/bin/elan toolchain install" in err and f"ELAN_HOME={home} sh elan-init.sh" in err
     assert "~/.elan" not in err
 
 

@@ -1,27 +1,33 @@
 """The image recipe and `make image`, checked without building anything (no container engine
-runs here): the pins agree with the package, the image runs as an unprivileged user with only
-what the grade path imports, hadolint passes (where it is installed), and `make image` names the
-taskset's default image or says plainly that neither docker nor podman is installed."""
+runs here): the pins agree with the package, elan is built at the pinned commit, every Python
+wheel is pinned by hash (the build backend too), the image runs as an unprivileged user with only
+what the grade path imports, hadolint passes (where it is installed), and `make image` sends only
+what the recipe copies (refusing docker's legacy builder) or says plainly that neither docker nor
+podman is installed."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
 from helpers import DOUBLE_DIR
 
-from lean_mod_add_proof.cli.setup import ELAN_RELEASE
+from lean_mod_add_proof.cli.setup import ELAN_COMMIT, ELAN_RELEASE
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTAINERFILE = (ROOT / "container" / "Containerfile").read_text(encoding="utf-8")
 REQUIREMENTS = ROOT / "container" / "requirements-grade.txt"
+BUILD_REQUIREMENTS = ROOT / "container" / "requirements-build.txt"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 
 
@@ -31,17 +37,50 @@ def arg(name: str) -> str:
     return match.group(1)
 
 
+def stage(name: str | None) -> str:
+    """The text of one build stage: `FROM ... AS name`, or the final (unnamed) one."""
+    parts = re.split(r"^(?=FROM )", CONTAINERFILE, flags=re.MULTILINE)
+    for part in parts[1:]:
+        named = re.match(r"FROM \S+ AS (\S+)$", part.splitlines()[0])
+        if (named.group(1) if named else None) == name:
+            return part
+    raise AssertionError(f"no stage {name}")
+
+
 def test_pins_agree_with_the_package() -> None:
-    assert arg("ELAN_RELEASE") == ELAN_RELEASE
+    assert arg("ELAN_RELEASE") == ELAN_RELEASE and arg("ELAN_COMMIT") == ELAN_COMMIT
     assert arg("LEAN_TOOLCHAIN") == LEAN_TOOLCHAIN
-    assert "elan/${ELAN_RELEASE}/elan-init.sh" in CONTAINERFILE and "master" not in CONTAINERFILE
-    assert re.search(r"^FROM \S*bookworm\S*$", CONTAINERFILE, re.MULTILINE)
+    assert "master" not in CONTAINERFILE
 
 
-def test_base_image_is_pinned_by_digest() -> None:
-    (base,) = re.findall(r"^FROM (\S+)$", CONTAINERFILE, re.MULTILINE)
-    assert re.fullmatch(r"python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base), base
-    assert "docker-library/repo-info" in CONTAINERFILE  # where the digest was read
+def test_bases_are_pinned_by_digest() -> None:
+    assert re.fullmatch(r"python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", arg("PYTHON_IMAGE"))
+    assert re.fullmatch(r"rust:\d+\.\d+\.\d+-bookworm@sha256:[0-9a-f]{64}", arg("RUST_IMAGE"))
+    bases = re.findall(r"^FROM (\S+)", CONTAINERFILE, re.MULTILINE)
+    assert bases == ["${RUST_IMAGE}", "${PYTHON_IMAGE}", "${PYTHON_IMAGE}"], bases
+    assert "docker-library/repo-info" in CONTAINERFILE  # where the digests were read
+
+
+def test_elan_is_built_from_the_pinned_commit() -> None:
+    """No installer script and no released binary: elan's source at the tag, refused unless the
+    tag names ELAN_COMMIT, built with the crates (and checksums) of its Cargo.lock; the image
+    installs that binary and checks it runs as the release."""
+    code = "\n".join(line for line in CONTAINERFILE.splitlines() if not line.lstrip().startswith("#"))
+    assert "elan-init.sh" not in code and not re.search(r"\b(curl|wget) ", code)
+    elan = stage("elan")
+    clone = elan.index(
+        'git clone --quiet --depth 1 --branch "${ELAN_RELEASE}" https://github.com/leanprover/elan.git'
+    )
+    check = elan.index('test "$(git rev-parse HEAD)" = "${ELAN_COMMIT}"')
+    build = elan.index("cargo build --locked --release")
+    assert clone < check < build
+    final = stage(None)
+    assert "COPY --from=elan /elan/target/release/elan-init /tmp/elan-init" in final
+    assert "/tmp/elan-init -y --default-toolchain none --no-modify-path" in final
+    assert final.index("/tmp/elan-init -y") < final.index(
+        'elan --version | grep -E "^elan ${ELAN_RELEASE#v}( |$)"'
+    )
+    assert final.index("elan --version") < final.index('elan toolchain install "${LEAN_TOOLCHAIN}"')
 
 
 def test_image_runs_as_an_unprivileged_user_with_its_cache_outside_root() -> None:
@@ -57,10 +96,10 @@ def test_image_runs_as_an_unprivileged_user_with_its_cache_outside_root() -> Non
     assert CONTAINERFILE.index("ENV HOME=/home/grader") < CONTAINERFILE.index("warm-cache --split all")
 
 
-def _requirements() -> dict[str, str]:
+def _requirements(path: Path = REQUIREMENTS) -> dict[str, str]:
     """name -> version; every requirement is pinned and carries at least one sha256 (issue 29)."""
     pins = {}
-    text = REQUIREMENTS.read_text(encoding="utf-8").replace("\\\n", " ")
+    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
     for line in text.splitlines():
         line = line.split("# ", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
         if line:
@@ -72,18 +111,40 @@ def _requirements() -> dict[str, str]:
     return pins
 
 
-def test_the_supply_chain_is_checked() -> None:
-    """elan-init.sh is checked against a sha256 the build must be given (no default: it fails
-    closed), pip installs only hashed wheels, hatchling is pinned, and `make image` refuses
-    docker's legacy builder, which ignores the dockerignore file."""
-    assert "ARG ELAN_INIT_SHA256=\n" in CONTAINERFILE
-    assert "sha256sum -c -" in CONTAINERFILE
-    assert CONTAINERFILE.index('test -n "${ELAN_INIT_SHA256}"') < CONTAINERFILE.index("sh /tmp/elan-init.sh")
-    assert "--require-hashes" in CONTAINERFILE
-    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert re.search(r'requires = \["hatchling==[0-9.]+"\]', pyproject)
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "buildx version" in makefile and "--build-arg ELAN_INIT_SHA256=" in makefile
+def test_the_build_backend_is_pinned_with_hashes() -> None:
+    """The wheel is built without build isolation (which would fetch hatchling from PyPI
+    unhashed) from hashed requirements, with the hatchling pyproject pins, and pip checks that
+    pin (--check-build-dependencies); the image installs only that wheel, from no index."""
+    (backend,) = PYPROJECT["build-system"]["requires"]
+    name, _, version = backend.partition("==")
+    pins = _requirements(BUILD_REQUIREMENTS)
+    assert name == "hatchling" and pins["hatchling"] == version
+    # hatchling's own Requires-Dist for CPython 3.11 (its METADATA; tomli is for < 3.11 only)
+    assert set(pins) == {"hatchling", "packaging", "pathspec", "pluggy", "tomlkit", "trove-classifiers"}
+    wheel = stage("wheel")
+    assert re.search(
+        r"^RUN pip install --no-deps --require-hashes --only-binary=:all: "
+        r"--requirement /tmp/requirements-build.txt$",
+        wheel,
+        re.M,
+    )
+    assert re.search(
+        r"^RUN pip wheel --no-deps --no-build-isolation --check-build-dependencies --wheel-dir /wheels /src$",
+        wheel,
+        re.M,
+    )
+    final = stage(None)
+    assert "COPY --from=wheel /wheels /tmp/wheels" in final
+    assert re.search(r"^RUN pip install --no-deps --no-index /tmp/wheels/\*\.whl", final, re.M)
+    assert "/src" not in final  # the package's sources never reach the image
+
+
+def test_every_pip_install_is_hashed_or_local() -> None:
+    installs = re.findall(r"pip install ([^\n]*)", CONTAINERFILE)
+    assert len(installs) == 3, installs
+    for options in installs:
+        assert options.startswith("--no-deps ")
+        assert "--require-hashes" in options or "--no-index" in options, options
 
 
 def test_the_package_is_installed_without_verifiers() -> None:
@@ -93,7 +154,6 @@ def test_the_package_is_installed_without_verifiers() -> None:
         CONTAINERFILE,
         re.M,
     )
-    assert re.search(r"^RUN pip install --no-deps /src", CONTAINERFILE, re.MULTILINE)
     assert not re.search(r"pip install (?!--no-deps)", CONTAINERFILE)
     pins = _requirements()
     assert {"pydantic", "rich"} <= set(pins)
@@ -151,15 +211,21 @@ def test_hadolint_passes() -> None:
 
 def test_recipe_installs_the_sandbox_the_package_and_a_warm_cache() -> None:
     assert "bubblewrap" in CONTAINERFILE and "ca-certificates" in CONTAINERFILE
-    assert re.search(r"^RUN pip install --no-deps /src", CONTAINERFILE, re.MULTILINE)
     assert re.search(r"^RUN lean-mod-add-proof warm-cache --split all", CONTAINERFILE, re.MULTILINE)
-    copies = re.findall(r"^COPY (.+) \S+$", CONTAINERFILE, re.MULTILINE)
+    copies = re.findall(r"^COPY (?!--from)(.+) \S+$", CONTAINERFILE, re.MULTILINE)
     assert copies
     for line in copies:
         for source in line.split():
             assert (ROOT / source).exists(), source
-    # the wheel build in the image needs what pyproject force-includes
-    assert re.search(r"^COPY configs /src/configs$", CONTAINERFILE, re.MULTILINE)
+    # the wheel build needs the package and everything pyproject force-includes in the wheel
+    wheel_targets = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]
+    needed = {*wheel_targets["packages"], *wheel_targets["force-include"], "pyproject.toml"}
+    copied = {
+        source
+        for line in re.findall(r"^COPY (?!--from)(.+) /src/\S*$", stage("wheel"), re.M)
+        for source in line.split()
+    }
+    assert needed <= copied, needed - copied
     # and the context sends exactly what is copied (container/Containerfile.dockerignore)
     ignore = (ROOT / "container" / "Containerfile.dockerignore").read_text(encoding="utf-8").splitlines()
     allowed = {line[1:] for line in ignore if line.startswith("!")}
@@ -168,15 +234,64 @@ def test_recipe_installs_the_sandbox_the_package_and_a_warm_cache() -> None:
 
 
 @needs_make
-def test_make_image_builds_the_tasksets_default_image() -> None:
+def test_make_image_gives_podman_the_ignore_file() -> None:
     from lean_mod_add_proof.taskset import DEFAULT_IMAGE
 
     done = subprocess.run(
         ["make", "-n", "image", "CONTAINER_TOOL=podman"], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    build = f"podman build -f container/Containerfile --build-arg ELAN_INIT_SHA256= -t {DEFAULT_IMAGE} ."
-    assert build in done.stdout
+    build = (
+        "podman build --ignorefile container/Containerfile.dockerignore "
+        f"-f container/Containerfile -t {DEFAULT_IMAGE} ."
+    )
+    assert build in done.stdout.splitlines()
+
+
+def _fake_docker(tmp_path: Path, has_buildx: bool) -> tuple[Path, Path]:
+    """A `docker` that records its arguments; without buildx, `docker buildx ...` fails as the
+    docker CLI does when the plugin is missing."""
+    log = tmp_path / "argv.log"
+    docker = tmp_path / "bin" / "docker"
+    docker.parent.mkdir()
+    refuse = (
+        "" if has_buildx else '[ "$1" = buildx ] && { echo "unknown command: docker buildx" >&2; exit 1; }\n'
+    )
+    docker.write_text(f'#!/bin/sh\necho "$*" >> {log}\n{refuse}exit 0\n')
+    docker.chmod(0o755)
+    return docker, log
+
+
+@needs_make
+def test_make_image_refuses_docker_without_buildx(tmp_path: Path) -> None:
+    """Stumble 15: the legacy builder ignores Containerfile.dockerignore, so nothing is built."""
+    docker, log = _fake_docker(tmp_path, has_buildx=False)
+    done = subprocess.run(
+        ["make", "image", f"CONTAINER_TOOL={docker}"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert (
+        "docker has no buildx; its legacy builder ignores container/Containerfile.dockerignore" in done.stderr
+    )
+    assert log.read_text().splitlines() == ["buildx version"]  # asked, then never built
+
+
+@needs_make
+def test_make_image_builds_the_tasksets_default_image_with_buildkit(tmp_path: Path) -> None:
+    """`buildx build` is BuildKit even where DOCKER_BUILDKIT=0 would make `docker build` legacy."""
+    from lean_mod_add_proof.taskset import DEFAULT_IMAGE
+
+    docker, log = _fake_docker(tmp_path, has_buildx=True)
+    done = subprocess.run(
+        ["make", "image", f"CONTAINER_TOOL={docker}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DOCKER_BUILDKIT": "0"},
+    )
+    assert done.returncode == 0, done.stderr
+    build = f"buildx build --load -f container/Containerfile -t {DEFAULT_IMAGE} ."
+    assert log.read_text().splitlines() == ["buildx version", build]
 
 
 @needs_make

@@ -1,10 +1,12 @@
 """Sub-command `install-lean`: install elan (from the `elan-init.sh` of a tagged elan release,
-never `master`) and the pinned Lean toolchain, so the grader can run. Needs internet access to
-GitHub; without it, it stops within a few seconds and says what to do instead."""
+never `master`, run only if its sha256 is the pinned one) and the pinned Lean toolchain, so the
+grader can run. Needs internet access to GitHub; without it, it stops within a few seconds and
+says what to do instead."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shlex
@@ -20,12 +22,20 @@ from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, prin
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 from lean_mod_add_proof.grading.result import TOOLCHAIN_NAME_PATTERN, GraderSettings, flag_name
 
-#: The elan release whose installer script is used. v4.2.4 is the newest elan tag found in the
-#: public sources searched for this change (leanprover/elan releases; the same tag is what other
-#: projects pin). Only the script is pinned by this: elan-init.sh itself downloads an elan binary
-#: and elan then fetches LEAN_TOOLCHAIN, which is what the grader's verdicts depend on and which
-#: the grader checks by `lean --version` before use.
-ELAN_RELEASE = "v4.2.4"
+#: The elan release pinned here and by container/Containerfile (tests/test_container.py checks the
+#: image's build arguments equal these). v4.2.3 is the newest tag in the snapshot of
+#: leanprover/elan this was derived from; other projects pin a v4.2.4 that the snapshot lacks, so
+#: it could not be checked, and is not used. To re-derive both values from a clone of elan:
+#:   git rev-parse v4.2.3^{commit}             -> ELAN_COMMIT
+#:   git show v4.2.3:elan-init.sh | sha256sum  -> ELAN_INIT_SHA256
+#: (raw.githubusercontent.com serves a file's bytes at that tag as git stores them, so the second
+#: is also the sha256 of ELAN_INIT_URL.) The script itself downloads the newest elan binary (its
+#: `releases/latest/download` URL), which no checksum covers: the image builds elan from source
+#: at ELAN_COMMIT instead (container/README.md). What the verdicts depend on is LEAN_TOOLCHAIN,
+#: which the grader checks by `lean --version` and its self-test before use.
+ELAN_RELEASE = "v4.2.3"
+ELAN_COMMIT = "b6cec7e10fe4965a605aaf60d1cb4a5837f0462b"
+ELAN_INIT_SHA256 = "a620ff1641616222c8d37c54845492004bb84d6877cdbc944dd65c1aa685bf53"
 ELAN_INIT_URL = f"https://raw.githubusercontent.com/leanprover/elan/{ELAN_RELEASE}/elan-init.sh"
 DEFAULT_ELAN_HOME = Path("~/.elan")
 
@@ -40,7 +50,9 @@ def manual_steps(elan_home: Path | None = None, lean_toolchain: str = LEAN_TOOLC
     doctor = f"`{env}lean-mod-add-proof doctor`"
     return (
         "To install by hand on a machine with internet access:\n"
-        f"  curl -sSfL {ELAN_INIT_URL} | {env}sh -s -- -y --default-toolchain none\n"
+        f"  curl -sSfL {ELAN_INIT_URL} -o elan-init.sh\n"
+        f"  echo '{ELAN_INIT_SHA256}  elan-init.sh' | sha256sum -c -\n"
+        f"  {env}sh elan-init.sh -y --default-toolchain none\n"
         f"  {env}{home}/bin/elan toolchain install {lean_toolchain}\n"
         f"(or copy an elan home that already holds the toolchain to {home}), then run {doctor}."
     )
@@ -66,6 +78,16 @@ def fetch(url: str, timeout_s: float, steps: str = MANUAL_STEPS) -> bytes:
         ) from None
 
 
+def check_script(script: bytes, url: str, expected_sha256: str, steps: str = MANUAL_STEPS) -> None:
+    """Refuse a downloaded installer whose sha256 is not the pinned one (pure): it is never run."""
+    actual = hashlib.sha256(script).hexdigest()
+    if actual != expected_sha256:
+        raise InstallError(
+            f"the elan-init.sh downloaded from {url} has sha256 {actual}, not the pinned "
+            f"{expected_sha256}: refusing to run it.\n" + steps
+        )
+
+
 def find_elan(elan_home: Path) -> Path | None:
     candidate = elan_home / "bin" / "elan"
     if candidate.is_file() and os.access(candidate, os.X_OK):
@@ -81,14 +103,21 @@ def _run(argv: list[str], env: dict[str, str], what: str, steps: str) -> None:
         raise InstallError(f"{what} failed (exit code {done.returncode}).\n" + steps)
 
 
-def install(elan_home: Path, script_url: str, timeout_s: float, lean_toolchain: str = LEAN_TOOLCHAIN) -> Path:
-    """Install elan if needed, then `lean_toolchain` (the pinned one by default); returns the
-    elan binary."""
+def install(
+    elan_home: Path,
+    script_url: str,
+    timeout_s: float,
+    lean_toolchain: str = LEAN_TOOLCHAIN,
+    script_sha256: str = ELAN_INIT_SHA256,
+) -> Path:
+    """Install elan if needed (running the script only if its sha256 is `script_sha256`), then
+    `lean_toolchain` (the pinned one by default); returns the elan binary."""
     env = {**os.environ, "ELAN_HOME": str(elan_home)}
     steps = manual_steps(elan_home, lean_toolchain)
     elan = find_elan(elan_home)
     if elan is None:
         script = fetch(script_url, timeout_s, steps)
+        check_script(script, script_url, script_sha256, steps)
         with tempfile.TemporaryDirectory(prefix="elan-init-") as tmp:
             path = Path(tmp) / "elan-init.sh"
             path.write_bytes(script)
