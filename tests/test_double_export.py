@@ -824,21 +824,27 @@ def test_the_shift_canary_exports_its_bomb_and_an_unused_bomb_is_not_exported(tm
 # (tests/toolchain_double/README.md, the rows marked PENDING REVIEW)
 
 _STMT = f"∀ a, a < {P} → ∀ b, b < {P} → {ANSWER} a b = (a + b) % {P}"
-_CHEAT = "import LeanCheckedNetwork.Weights\n\naxiom selftestCheat : {spec}\n\ntheorem {thm} : {stmt} := selftestCheat\n"
+_CHEAT = (
+    "import LeanCheckedNetwork.Weights\n\naxiom selftestCheat : {spec}\n\n"
+    "theorem {thm} : {stmt} := selftestCheat\n"
+)
 
 
 def _checker(tc: Path, pkg: Path, name: str, export: Path) -> subprocess.CompletedProcess[str]:
     """One bundled checker of the double on `export`, with the command line the grader gives it."""
     if name == "nanoda_bin":
         config = pkg.parent / "nanoda.json"
-        config.write_text(json.dumps({"export_file_path": str(export),
-                                      "permitted_axioms": ["propext", "Classical.choice", "Quot.sound"]}))  # fmt: skip
+        permitted = ["propext", "Classical.choice", "Quot.sound"]
+        config.write_text(json.dumps({"export_file_path": str(export), "permitted_axioms": permitted}))
         args = [str(config)]
-    else:
-        args = {"leanchecker": ["--silent", "--from-export", str(export)],
-                "leanchecker-paranoid": ["--silent", "--from-export", str(export)],
-                "lean4lean": ["--import", str(export)], "con-leche": [str(export)]}[name]  # fmt: skip
-    return subprocess.run([str(tc / "bin" / name), *args], capture_output=True, text=True, timeout=60, check=False)
+    elif name == "lean4lean":
+        args = ["--import", str(export)]
+    elif name == "con-leche":
+        args = [str(export)]
+    else:  # leanchecker, leanchecker-paranoid
+        args = ["--silent", "--from-export", str(export)]
+    argv = [str(tc / "bin" / name), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_the_kernel_unfolds_a_trusted_spec_to_its_statement(tmp_path: Path) -> None:
@@ -867,7 +873,8 @@ def test_unfolding_is_no_kinder_than_lean(tmp_path: Path) -> None:
     v = judged(tmp_path, pkg, exported(pkg))
     assert v["verdict"] == "replay"
     assert str(v["reason"]).startswith(
-        f"the kernel rejected the submission: (kernel) declaration type mismatch, '{THEOREM}' has type\n  {SPEC}\n"
+        "the kernel rejected the submission: (kernel) declaration type mismatch, "
+        f"'{THEOREM}' has type\n  {SPEC}\n"
     )
 
 
@@ -887,7 +894,8 @@ def test_the_export_judge_compares_the_statement_with_spec(tmp_path: Path) -> No
     # The same statement spelled otherwise (spacing, ASCII arrows, short names in a namespace) is Spec.
     respelled = reference_submission(P).replace(
         f"theorem {THEOREM} : {_STMT} := by",
-        f"namespace LeanCheckedNetwork.Net\n\ntheorem adds_mod_{P} : ∀ a, a<{P} -> ∀ b, b < {P} -> answer a b = (a+b) % {P} := by",
+        f"namespace LeanCheckedNetwork.Net\n\ntheorem adds_mod_{P} : "
+        f"∀ a, a<{P} -> ∀ b, b < {P} -> answer a b = (a+b) % {P} := by",
     )
     respelled = respelled.rstrip("\n") + "\n\nend LeanCheckedNetwork.Net\n"
     assert "->" in respelled
@@ -917,7 +925,8 @@ def test_the_shift_canary_with_its_directive_moved_away_tests_nothing(tmp_path: 
 
     header = reference_submission(P).split("\n\n", 1)[0] + "\n\n"
     text = (
-        header + f"theorem {SHIFT_BOMB} : Nat.shiftLeft 1 4294967296 = 0 := by\n  decide +kernel\n\n"
+        header
+        + f"theorem {SHIFT_BOMB} : Nat.shiftLeft 1 4294967296 = 0 := by\n  decide +kernel\n\n"
         + reference_submission(P).removeprefix(header)
         + "\n-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n"
     )

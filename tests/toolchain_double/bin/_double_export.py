@@ -170,7 +170,8 @@ class Scope:
         self.opened: list[str] = []
         #: The module's `private` declarations: the name as written (resolved) -> the name Lean
         #: gives the constant, `_private.<Module>.0.<name>` (`mkPrivateName`, lean4
-        #: src/Lean/Modifiers.lean and src/Lean/PrivateName.lean); the module's own text refers to it by the written name.
+        #: src/Lean/Modifiers.lean and src/Lean/PrivateName.lean); the module's own text
+        #: refers to it by the written name.
         self.private: dict[str, str] = {}
 
     def lookup(self, candidate: str) -> str | None:
@@ -1020,7 +1021,8 @@ def comparator_closure(src: str, theorems: list[str]) -> list[str]:
                 todo.append(r)
             else:
                 used.add(r)
-    judge_lines = [line[len("-- double: judge ") :] for line in text.split("\n") if line.startswith("-- double: judge ")]
+    mark = "-- double: judge "
+    judge_lines = [line[len(mark) :] for line in text.split("\n") if line.startswith(mark)]
     out = [f"d {line}" for line in riding_directives(records, judge_lines, {name_of(n) for n in seen})]
     return out + [f"a {ax}" for ax in ("sorryAx", "Lean.ofReduceBool") if ax in used]
 
@@ -1538,7 +1540,13 @@ def trusted_env(toolchain_lib: str, lib: str, allowed: list[str], terms: Terms) 
 
 
 def judge_export(
-    path: str, thm_text: str, spec_text: str, check_text: str, toolchain_lib: str, lib: str, allowed: list[str]
+    path: str,
+    thm_text: str,
+    spec_text: str,
+    check_text: str,
+    toolchain_lib: str,
+    lib: str,
+    allowed: list[str],
 ) -> list[str]:
     """Protocol lines for bin/lean: `d VERB ARGS` per carried directive, then either
     `v VERDICT REASON` (the reason already JSON-escaped) or `s REASON` (the statement check's
