@@ -891,6 +891,11 @@ def test_the_export_judge_compares_the_statement_with_spec(tmp_path: Path) -> No
         f"'leanModAddProofCheck_statement_matches' has type\n  double.stmt."
     )
     assert str(v["reason"]).endswith(f"\nbut it is expected to have type\n  {SPEC}")
+    # the olean judge makes the same check on the olean's records
+    olean = verdict_of(
+        run_judge(verdict_dir(tmp_path, pkg, None), ("--olean", "submission/Submission.olean"))
+    )
+    assert (olean["verdict"], olean["reason"]) == ("statement", v["reason"])
     # The same statement spelled otherwise (spacing, ASCII arrows, short names in a namespace) is Spec.
     respelled = reference_submission(P).replace(
         f"theorem {THEOREM} : {_STMT} := by",

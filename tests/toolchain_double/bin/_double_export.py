@@ -6,6 +6,7 @@
 #   _double_export.py leanexport ARGS...         `leanexport MOD... [-- DECL...]`
 #   _double_export.py comparator-closure SRC THM...   what bin/lake's export would carry
 #   _double_export.py judge-export FILE THM SPEC CHECK TOOLCHAIN_LIB LIB ALLOWED...
+#   _double_export.py olean-statement OLEAN THM SPEC CHECK TOOLCHAIN_LIB LIB ALLOWED...
 #   _double_export.py leanchecker [--silent] --from-export FILE
 #
 # Followed, and cited where it matters: lean4 src/LeanExport.lean (the exporter's `main`),
@@ -1621,25 +1622,7 @@ def judge_export(
         return verdict("statement", f"{thm_text} has universe parameters", replayed, "theorem")
     statement: list[str] = []
     if kind == "theorem":
-        # Judge.lean step 5: the kernel adds `theorem CHECK : SPEC := THM`, so THM's type must be
-        # definitionally equal to SPEC (the double's `defeq`, with delta); the message is the
-        # kernel's `declTypeMismatch` (`KernelException.toMessageData`, lean4 src/Lean/Message.lean).
-        spec = name_of(spec_text)
-        spec_term = terms.mk(("const", spec, ()))
-        if lookup(spec) is None:
-            msg = f"(kernel) unknown constant '{spec_text}'"
-        elif defeq(consts[thm]["type"], spec_term, terms, lookup):
-            msg = ""
-        else:
-            msg = (
-                f"(kernel) declaration type mismatch, '{check_text}' has type\n  "
-                f"{terms.show(consts[thm]['type'])}\nbut it is expected to have type\n  {spec_text}"
-            )
-        if msg:
-            reason = f"{thm_text} does not have type {spec_text}: {msg}"
-            if len(reason) > 1000:
-                reason = reason[:1000] + "...(clipped)"
-            statement.append(f"s {lean_string(reason)[1:-1]}")
+        statement = statement_check(consts[thm]["type"], thm_text, spec_text, check_text, terms, lookup)
     axioms: list[str] = []
     if thm in new:
         seen = {thm}
@@ -1654,6 +1637,65 @@ def judge_export(
                         seen.add(c)
                         todo.append(c)
     return [*out, *statement, " ".join(["k", str(replayed), kind, *axioms])]
+
+
+def statement_check(
+    thm_type: int, thm_text: str, spec_text: str, check_text: str, terms: Terms, lookup
+) -> list[str]:
+    """Judge.lean step 5: the kernel adds `theorem CHECK : SPEC := THM`, so THM's type must be
+    definitionally equal to SPEC (the double's `defeq`, with delta). [] when it is, else one
+    `s REASON` line (JSON-escaped) with the kernel's `declTypeMismatch` message
+    (`KernelException.toMessageData`, lean4 src/Lean/Message.lean), clipped as Judge.lean clips."""
+    spec = name_of(spec_text)
+    if lookup(spec) is None:
+        msg = f"(kernel) unknown constant '{spec_text}'"
+    elif defeq(thm_type, terms.mk(("const", spec, ())), terms, lookup):
+        return []
+    else:
+        msg = (
+            f"(kernel) declaration type mismatch, '{check_text}' has type\n  "
+            f"{terms.show(thm_type)}\nbut it is expected to have type\n  {spec_text}"
+        )
+    reason = f"{thm_text} does not have type {spec_text}: {msg}"
+    if len(reason) > 1000:
+        reason = reason[:1000] + "...(clipped)"
+    return [f"s {lean_string(reason)[1:-1]}"]
+
+
+def olean_statement(
+    olean: str,
+    thm_text: str,
+    spec_text: str,
+    check_text: str,
+    toolchain_lib: str,
+    lib: str,
+    allowed: list[str],
+) -> list[str]:
+    """The olean judge's statement check (step 5, as in export mode): the submission's own
+    declarations (its olean's `xdecl` records, in the form the exporter derives) over the trusted
+    environment. [] when the theorem is Spec, or when the double cannot read what it needs (the
+    olean judge's other verdicts stay scripted)."""
+    terms = Terms()
+    try:
+        trusted = trusted_env(toolchain_lib, lib, allowed, terms)
+        data = read_olean(olean, "LeanCheckedNetwork.Submission")
+    except LeanError:
+        return []
+    own: dict = {}
+    heights: dict = {}
+    for rec in data["records"]:
+        try:
+            own[name_of(rec["name"])] = as_terms(derived(rec, heights), terms)
+        except (KeyError, TypeError, AttributeError):
+            continue
+    thm = own.get(name_of(thm_text))
+    if thm is None:
+        return []
+
+    def lookup(n: tuple) -> dict | None:
+        return trusted.get(n) or own.get(n)
+
+    return statement_check(thm["type"], thm_text, spec_text, check_text, terms, lookup)
 
 
 def check_export(path: str) -> str | None:
@@ -1783,6 +1825,11 @@ def main(argv: list[str]) -> int:
         if why is not None:
             sys.stderr.write(f"uncaught exception: {why}\n")
             return 1
+        return 0
+    if cmd == "olean-statement":
+        olean, thm, spec, check, toolchain_lib, lib = args[:6]
+        for line in olean_statement(olean, thm, spec, check, toolchain_lib, lib, args[6:]):
+            sys.stdout.buffer.write(line.encode("utf-8", "replace") + b"\n")
         return 0
     if cmd == "judge-export":
         path, thm, spec, check, toolchain_lib, lib = args[:6]
