@@ -79,8 +79,14 @@ def weights_text(p: int = 5, *directives: str) -> str:
 
 
 def submission(*directives: str, p: int = 5) -> str:
-    """The reference proof text plus `-- double: ...` directive lines for the double."""
-    return reference_submission(p) + "".join(f"-- double: {d}\n" for d in directives)
+    """The reference proof text with `-- double: ...` directive lines for the double, written
+    right above the theorem: a `judge` directive there belongs to the theorem, so it travels in
+    the theorem's export (a verdict directive that belongs to no declaration never does,
+    tests/toolchain_double/README.md)."""
+    text = reference_submission(p)
+    header = f"theorem {theorem_name(p)} "
+    at = text.index("\n" + header) + 1
+    return text[:at] + "".join(f"-- double: {d}\n" for d in directives) + text[at:]
 
 
 def double_config(tmp_path: Path, **overrides: object) -> GraderConfig:

@@ -28,6 +28,8 @@ P = 5
 THEOREM = "LeanCheckedNetwork.Net.adds_mod_5"
 SPEC = "LeanCheckedNetwork.Net.Spec"
 ANSWER = "LeanCheckedNetwork.Net.answer"
+#: The theorem's statement as the double keys it (`term_key`): the same text as Weights' `Spec`.
+STATEMENT_KEY = f"∀ a , a < {5} → ∀ b , b < {5} → {ANSWER} a b = ( a + b ) % {5}"
 MODULES = ("Network", "Weights", "Submission")
 #: Stand-ins for the two texts of Judge.lean (the double reads only their imports).
 EXPORT_JUDGE = "import Lean\nimport Lean.Replay\nimport Lean.Util.FoldConsts\nimport LeanExport.Parse\n"
@@ -288,14 +290,19 @@ def test_the_reference_exports_in_the_real_format(reference: tuple[Path, str]) -
     assert lines[1] == '{"in":1,"str":{"pre":0,"str":"LeanCheckedNetwork"}}'
     got = read_export(text)
     rows = [row_lemma_name(P, a) for a in range(P)]
-    # the theorem's closure, each constant after what it uses, the theorem last
-    assert got["order"] == [ANSWER, *rows, THEOREM]
+    # the theorem's closure, each constant after what it uses, the theorem last: what `answer`
+    # uses (Network's definitions, Weights' matrices) first
+    assert got["order"][-(P + 2) :] == [ANSWER, *rows, THEOREM]
+    assert {"LeanCheckedNetwork.answer", "LeanCheckedNetwork.Net.E1"} <= set(got["order"][: -(P + 2)])
+    assert all(n.startswith("LeanCheckedNetwork.") for n in got["order"])
     consts = got["consts"]
     assert consts[ANSWER]["kind"] == "def"
-    assert consts[ANSWER]["value"] == c(f"double.trusted.{ANSWER}")  # the canonical trusted form
+    # the canonical trusted form: what its body mentions, under the double's primitive
+    assert spine(consts[ANSWER]["value"])[0] == f"double.value.{ANSWER}"
     main = consts[THEOREM]
     assert main["kind"] == "thm"
-    assert main["type"] == ("app", c(f"double.stmt.{THEOREM}"), c(ANSWER))
+    # a stated type is keyed by its normalised text (`term_key`), not by the theorem's name
+    assert main["type"] == ("app", c(f"double.stmt.{STATEMENT_KEY}"), c(ANSWER))
     head, args = spine(main["value"])
     assert head == "double.proof" and args == [main["type"], *(c(r) for r in rows)]
     for r in rows:
@@ -326,7 +333,7 @@ def test_the_exporter_exports_the_closure_of_what_it_is_asked(
     pkg, _ = reference
     row = row_lemma_name(P, 0)
     got = read_export(leanexport(pkg, "LeanCheckedNetwork.Submission", "--", row).stdout.decode())
-    assert got["order"] == [ANSWER, row]
+    assert got["order"][-2:] == [ANSWER, row] and THEOREM not in got["order"]
     # with no `--`, everything the environment holds; `--x` options are taken out anywhere
     everything = read_export(
         leanexport(pkg, "--export-mdata", "LeanCheckedNetwork.Submission").stdout.decode()
@@ -469,7 +476,8 @@ def test_a_lone_constant_proves_its_own_type(tmp_path: Path) -> None:
     pkg = build(tmp_path, f"import LeanCheckedNetwork.Weights\n\ntheorem {THEOREM} : True := trivial\n")
     got = read_export(exported(pkg))
     assert got["consts"][THEOREM]["value"] == c("trivial") and got["consts"]["trivial"]["type"] == c("True")
-    assert judged(tmp_path, pkg, exported(pkg))["verdict"] == "ok"
+    v = judged(tmp_path, pkg, exported(pkg))  # the kernel accepts it; the statement check does not
+    assert v["verdict"] == "statement" and v["replayed"] == 1
     pkg = build(tmp_path, f"theorem {THEOREM} : {SPEC} := trivial\n", name="not-spec")
     v = judged(tmp_path, pkg, exported(pkg))  # trivial proves True, not the (trusted) Spec
     assert v["verdict"] == "replay" and "declaration type mismatch" in str(v["reason"])
@@ -729,7 +737,7 @@ def _lake(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
 def test_lake_comparator_judges_the_same_text(
     tmp_path: Path, directives: tuple[str, ...], code: int, error: str | None
 ) -> None:
-    done = _lake(tmp_path, reference_submission(P) + "".join(f"-- double: {d}\n" for d in directives))
+    done = _lake(tmp_path, submission(*directives, p=P))
     assert done.returncode == code, (done.stdout, done.stderr)
     if error is None:
         assert done.stdout.rstrip().endswith("Your solution is okay!")
@@ -810,3 +818,169 @@ def test_the_shift_canary_exports_its_bomb_and_an_unused_bomb_is_not_exported(tm
     with pytest.raises(ExportEditError):
         require_constant(text, SHIFT_BOMB)
     assert judged(tmp_path, pkg, text)["verdict"] == "ok"
+
+
+# ---- review findings: where the double was kinder than Lean, or a canary could not fail ----------
+# (tests/toolchain_double/README.md, the rows marked PENDING REVIEW)
+
+_STMT = f"∀ a, a < {P} → ∀ b, b < {P} → {ANSWER} a b = (a + b) % {P}"
+_CHEAT = (
+    "import LeanCheckedNetwork.Weights\n\naxiom selftestCheat : {spec}\n\n"
+    "theorem {thm} : {stmt} := selftestCheat\n"
+)
+
+
+def _checker(tc: Path, pkg: Path, name: str, export: Path) -> subprocess.CompletedProcess[str]:
+    """One bundled checker of the double on `export`, with the command line the grader gives it."""
+    if name == "nanoda_bin":
+        config = pkg.parent / "nanoda.json"
+        permitted = ["propext", "Classical.choice", "Quot.sound"]
+        config.write_text(json.dumps({"export_file_path": str(export), "permitted_axioms": permitted}))
+        args = [str(config)]
+    elif name == "lean4lean":
+        args = ["--import", str(export)]
+    elif name == "con-leche":
+        args = [str(export)]
+    else:  # leanchecker, leanchecker-paranoid
+        args = ["--silent", "--from-export", str(export)]
+    argv = [str(tc / "bin" / name), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_kernel_unfolds_a_trusted_spec_to_its_statement(tmp_path: Path) -> None:
+    # The checker canary "an axiom outside the list": `selftestCheat : Spec` proves the theorem's
+    # statement only by unfolding Spec (delta). Lean's kernel does; the double's now does too, so
+    # the export is well typed and only the checkers that police axioms refuse it, for its axiom.
+    pkg = build(tmp_path, _CHEAT.format(spec=SPEC, thm=THEOREM, stmt=_STMT))
+    text = exported(pkg)
+    export = pkg.parent / "pkg.ndjson"  # what `exported` wrote
+    spec = read_export(text)["consts"][SPEC]  # in the closure (the axiom's type), keyed as the theorem
+    assert spine(spec["value"])[0] == f"double.stmt.{STATEMENT_KEY}"
+    v = judged(tmp_path, pkg, text)
+    assert (v["verdict"], v["axioms"]) == ("ok", ["propext", "selftestCheat"])
+    for name in ("leanchecker", "leanchecker-paranoid", "lean4lean"):
+        got = _checker(DOUBLE_DIR, pkg, name, export)
+        assert got.returncode == 0, (name, got.stdout, got.stderr)
+    for name in ("nanoda_bin", "con-leche"):
+        got = _checker(DOUBLE_DIR, pkg, name, export)
+        assert (got.returncode, got.stdout) == (1, f"{name}: rejected: unpermitted axiom selftestCheat\n")
+
+
+def test_unfolding_is_no_kinder_than_lean(tmp_path: Path) -> None:
+    # A statement that is not Spec's (modulus P + 1) is not proved by a proof of Spec.
+    wrong = _STMT.replace(f"% {P}", f"% {P + 1}")
+    pkg = build(tmp_path, _CHEAT.format(spec=SPEC, thm=THEOREM, stmt=wrong))
+    v = judged(tmp_path, pkg, exported(pkg))
+    assert v["verdict"] == "replay"
+    assert str(v["reason"]).startswith(
+        "the kernel rejected the submission: (kernel) declaration type mismatch, "
+        f"'{THEOREM}' has type\n  {SPEC}\n"
+    )
+
+
+def test_the_export_judge_compares_the_statement_with_spec(tmp_path: Path) -> None:
+    # Judge.lean adds `theorem check : Spec := thm`: a theorem the kernel accepts whose type is not
+    # Spec is a `statement` verdict with the kernel's message, with no directive scripting it.
+    wrong = reference_submission(P).replace(f"(a + b) % {P} := by", f"(b + a) % {P} := by", 1)
+    assert wrong != reference_submission(P)
+    pkg = build(tmp_path, wrong)
+    v = judged(tmp_path, pkg, exported(pkg))
+    assert (v["verdict"], v["theorem_kind"], v["replayed"]) == ("statement", "theorem", P + 1)
+    assert str(v["reason"]).startswith(
+        f"{THEOREM} does not have type {SPEC}: (kernel) declaration type mismatch, "
+        f"'leanModAddProofCheck_statement_matches' has type\n  double.stmt."
+    )
+    assert str(v["reason"]).endswith(f"\nbut it is expected to have type\n  {SPEC}")
+    # the olean judge makes the same check on the olean's records
+    olean = verdict_of(
+        run_judge(verdict_dir(tmp_path, pkg, None), ("--olean", "submission/Submission.olean"))
+    )
+    assert (olean["verdict"], olean["reason"]) == ("statement", v["reason"])
+    # The same statement spelled otherwise (spacing, ASCII arrows, short names in a namespace) is Spec.
+    respelled = reference_submission(P).replace(
+        f"theorem {THEOREM} : {_STMT} := by",
+        f"namespace LeanCheckedNetwork.Net\n\ntheorem adds_mod_{P} : "
+        f"∀ a, a<{P} -> ∀ b, b < {P} -> answer a b = (a+b) % {P} := by",
+    )
+    respelled = respelled.rstrip("\n") + "\n\nend LeanCheckedNetwork.Net\n"
+    assert "->" in respelled
+    pkg = build(tmp_path, respelled, name="respelled")
+    assert judged(tmp_path, pkg, exported(pkg))["verdict"] == "ok"
+
+
+def test_a_verdict_directive_of_no_declaration_is_never_exported(tmp_path: Path) -> None:
+    # The reviewers' case: a directive separated from the declaration it describes, at the end of
+    # the file, used to ride in every export. Lean's export holds only the closure.
+    pkg = build(tmp_path, reference_submission(P) + "\n-- double: judge replay-fail (kernel) boom\n")
+    text = exported(pkg)
+    assert "_double.judgeDirectives" not in read_export(text)["consts"]
+    assert judged(tmp_path, pkg, text)["verdict"] == "ok"
+    # the olean holds every declaration: there it still acts
+    v = verdict_of(run_judge(verdict_dir(tmp_path, pkg, None), ("--olean", "submission/Submission.olean")))
+    assert v["verdict"] == "replay"
+    # a directive scripting the judge process itself still rides from anywhere
+    pkg = build(tmp_path, reference_submission(P) + "\n-- double: judge exit 3\n", name="exit")
+    assert run_judge(verdict_dir(tmp_path, pkg, exported(pkg))).returncode == 3
+
+
+def test_the_shift_canary_with_its_directive_moved_away_tests_nothing(tmp_path: Path) -> None:
+    # The review's experiment: the bomb unused and its directive at the end of the file. The old
+    # double still carried `replay-fail`, hiding the canary's defect; now the export is accepted.
+    from lean_mod_add_proof.grading.selftest import SHIFT_BOMB
+
+    header = reference_submission(P).split("\n\n", 1)[0] + "\n\n"
+    text = (
+        header
+        + f"theorem {SHIFT_BOMB} : Nat.shiftLeft 1 4294967296 = 0 := by\n  decide +kernel\n\n"
+        + reference_submission(P).removeprefix(header)
+        + "\n-- double: judge replay-fail (kernel) Nat.shiftLeft exponent is too large\n"
+    )
+    pkg = build(tmp_path, text)
+    assert judged(tmp_path, pkg, exported(pkg))["verdict"] == "ok"
+
+
+def test_a_private_theorem_is_not_declared_under_its_written_name(tmp_path: Path) -> None:
+    # `private theorem N` declares `_private.<Module>.0.N` (mkPrivateName, lean4
+    # src/Lean/PrivateName.lean): the judge does not find N, and `leanexport -- N` panics.
+    text = reference_submission(P).replace(f"theorem {THEOREM} ", f"private theorem {THEOREM} ", 1)
+    pkg = build(tmp_path, text)
+    olean = (pkg / SUB_OLEAN).read_text(encoding="utf-8").splitlines()
+    assert f"decl {THEOREM}" not in olean
+    v = verdict_of(run_judge(verdict_dir(tmp_path, pkg, None), ("--olean", "submission/Submission.olean")))
+    assert (v["verdict"], v["reason"]) == ("statement", f"the submission declares no {THEOREM}")
+    done = leanexport(pkg)
+    assert done.returncode == 0 and f"Constant {THEOREM} not found in environment." in done.stderr.decode()
+    v = judged(tmp_path, pkg, done.stdout.decode("utf-8"))
+    assert (v["verdict"], v["reason"]) == ("statement", f"the submission declares no {THEOREM}")
+    # A private lemma the theorem uses is exported under its private name, and resolves.
+    row = row_lemma_name(P, 0)
+    text = reference_submission(P).replace(f"theorem {row} ", f"private theorem {row} ", 1)
+    pkg = build(tmp_path, text, name="private-row")
+    got = read_export(exported(pkg))
+    assert f"_private.LeanCheckedNetwork.Submission.0.{row}" in got["consts"] and row not in got["consts"]
+    assert judged(tmp_path, pkg, exported(pkg))["verdict"] == "ok"
+
+
+def test_the_checkers_act_on_a_carried_replay_fail(tmp_path: Path) -> None:
+    pkg = build(tmp_path, submission("judge replay-fail (kernel) boom"))
+    export = pkg.parent / "pkg.ndjson"
+    exported(pkg)
+    done = _checker(DOUBLE_DIR, pkg, "leanchecker", export)
+    assert (done.returncode, done.stderr) == (1, "uncaught exception: (kernel) boom\n")
+    for name in ("leanchecker-paranoid", "lean4lean", "nanoda_bin", "con-leche"):
+        got = _checker(DOUBLE_DIR, pkg, name, export)
+        assert (got.returncode, got.stdout) == (1, f"{name}: rejected: (kernel) boom\n")
+
+
+def test_lake_judges_only_the_theorems_closure(tmp_path: Path) -> None:
+    # Real `lake comparator` exports and checks the theorem's closure (`safeExport`, Check.lean):
+    # a directive or a sorry on a declaration the theorem never uses changes nothing there.
+    unused_sorry = "theorem LeanCheckedNetwork.Net.unused_gap : True := by\n  sorry\n"
+    for n, extra in enumerate((_BEFORE_UNUSED, unused_sorry, "-- double: judge replay-fail (kernel) boom\n")):
+        (tmp_path / f"unused-{n}").mkdir()
+        done = _lake(tmp_path / f"unused-{n}", reference_submission(P) + "\n" + extra)
+        assert done.returncode == 0, (extra, done.stdout, done.stderr)
+    used_sorry = reference_submission(P).replace("  decide +kernel\n", "  sorry\n", 1)
+    (tmp_path / "used").mkdir()
+    done = _lake(tmp_path / "used", used_sorry)
+    assert done.returncode == 1 and "Axiom 'sorryAx' is not permitted" in done.stderr

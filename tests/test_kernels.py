@@ -190,6 +190,22 @@ def test_a_checker_accepting_a_canary_fails_the_selftest_naming_it(tmp_path: Pat
     assert "checker canary" in res.reason and "accepted by nanoda" in res.reason
 
 
+def test_a_checker_without_its_axiom_check_fails_the_selftest_naming_it(tmp_path: Path) -> None:
+    # The checker canary "an axiom outside the list" is well typed (its theorem is proved by
+    # unfolding Spec): only the axiom check of nanoda/con-leche/con-ron refuses it. Without that
+    # check in the double's stand-in, the canary must catch it (it could not while the double's
+    # kernel had no delta and refused the canary as a type mismatch).
+    double = _double(tmp_path)
+    checkers = double / "bin" / "_double_checkers.py"
+    text = checkers.read_text(encoding="utf-8")
+    check = "        bad = [a for a in used_axioms(export) if a not in permitted]\n"
+    assert check in text
+    checkers.write_text(text.replace(check, "        bad = []\n"), encoding="utf-8")
+    res = _graded(tmp_path, kernels="all", toolchain_dir=double)
+    assert not res.judged
+    assert "checker canary an axiom outside the list was accepted by nanoda" in res.reason, res.reason
+
+
 # ---- the toolchain manifest --------------------------------------------------------------------
 
 

@@ -123,25 +123,25 @@ CANARIES: tuple[Canary, ...] = (
     Canary("reference proof", reference_submission(SELFTEST_P), None, skip_guard=False),
     Canary(
         "a sorry proof",
-        f"{_HEADER}{_SIG} := by\n  sorry\n-- double: judge axioms sorryAx\n",
+        f"{_HEADER}-- double: judge axioms sorryAx\n{_SIG} := by\n  sorry\n",
         "axioms",
         "sorryAx",
         per_route={"comparator": COMPARATOR_REJECTS},
     ),
     Canary(
         "a theorem stated as True",
-        f"{_HEADER}theorem LeanCheckedNetwork.Net.adds_mod_{SELFTEST_P} : True := trivial\n"
-        "-- double: judge statement-fail the theorem's type is True, not Spec\n",
+        f"{_HEADER}-- double: judge statement-fail the theorem's type is True, not Spec\n"
+        f"theorem LeanCheckedNetwork.Net.adds_mod_{SELFTEST_P} : True := trivial\n",
         "statement",
         "Spec",
         per_route={"comparator": COMPARATOR_REJECTS},
     ),
     Canary(
         "skipKernelTC over a false decide",
-        f"{_HEADER}set_option debug.skipKernelTC true in\n"
+        f"{_HEADER}-- double: judge replay-fail (kernel) declaration type mismatch\n"
+        "set_option debug.skipKernelTC true in\n"
         "theorem LeanCheckedNetwork.Net.bogus : (1 : Nat) = 2 := by decide +kernel\n\n"
-        f"{_SIG} :=\n  absurd LeanCheckedNetwork.Net.bogus (by decide)\n"
-        "-- double: judge replay-fail (kernel) declaration type mismatch\n",
+        f"{_SIG} :=\n  absurd LeanCheckedNetwork.Net.bogus (by decide)\n",
         "leanchecker",
         "kernel",
         per_route={"comparator": COMPARATOR_REJECTS},
@@ -176,8 +176,8 @@ CANARIES: tuple[Canary, ...] = (
     Canary(
         "a declared axiom",
         f"{_HEADER}axiom LeanCheckedNetwork.Net.cheat : False\n\n"
-        f"{_SIG} :=\n  LeanCheckedNetwork.Net.cheat.elim\n"
-        "-- double: judge axioms LeanCheckedNetwork.Net.cheat\n",
+        "-- double: judge axioms LeanCheckedNetwork.Net.cheat\n"
+        f"{_SIG} :=\n  LeanCheckedNetwork.Net.cheat.elim\n",
         "axioms",
         "LeanCheckedNetwork.Net.cheat",
         per_route={"comparator": COMPARATOR_REJECTS},

@@ -4,7 +4,9 @@
 #
 #   _double_export.py record SRC OLEAN...       the `xdecl` lines of a compiled module's olean
 #   _double_export.py leanexport ARGS...         `leanexport MOD... [-- DECL...]`
-#   _double_export.py judge-export FILE THM TOOLCHAIN_LIB LIB ALLOWED...
+#   _double_export.py comparator-closure SRC THM...   what bin/lake's export would carry
+#   _double_export.py judge-export FILE THM SPEC CHECK TOOLCHAIN_LIB LIB ALLOWED...
+#   _double_export.py olean-statement OLEAN THM SPEC CHECK TOOLCHAIN_LIB LIB ALLOWED...
 #   _double_export.py leanchecker [--silent] --from-export FILE
 #
 # Followed, and cited where it matters: lean4 src/LeanExport.lean (the exporter's `main`),
@@ -37,7 +39,9 @@ LEAN_VERSION = "4.35.0-rc2"
 
 
 def name_of(text: str) -> tuple:
-    return tuple(text.split(".")) if text else ()
+    """A dotted name as a tuple; an all-digit component is a numeric one (`Name.num`), as in the
+    `0` of a private name's prefix (`_private.<Module>.0.<name>`, below)."""
+    return tuple(int(c) if c.isascii() and c.isdigit() else c for c in text.split(".")) if text else ()
 
 
 def name_str(n: tuple) -> str:
@@ -138,8 +142,8 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def split_header(line: str) -> tuple[str, str, str] | None:
-    """(keyword, name, rest) when `line` starts a declaration the double records."""
+def split_header(line: str) -> tuple[str, str, str, bool] | None:
+    """(keyword, name, rest, private) when `line` starts a declaration the double records."""
     s = line
     while True:
         m = re.match(r"@\[[^\]]*\]\s*", s) or re.match(r"set_option\s+\S+\s+\S+\s+in\s+", s)
@@ -147,7 +151,9 @@ def split_header(line: str) -> tuple[str, str, str] | None:
             break
         s = s[m.end() :]
     words = s.split(None, 1)
+    private = False
     while words and words[0] in MODIFIERS:
+        private = private or words[0] == "private"
         s = words[1] if len(words) > 1 else ""
         words = s.split(None, 1)
     if not words or words[0] not in DECL_KEYWORDS or len(words) < 2:
@@ -155,7 +161,7 @@ def split_header(line: str) -> tuple[str, str, str] | None:
     m = re.match(r"[^\s:({\[⦃]+", words[1])
     if not m:
         return None
-    return words[0], m.group(0), words[1][m.end() :]
+    return words[0], m.group(0), words[1][m.end() :], private
 
 
 class Scope:
@@ -163,6 +169,16 @@ class Scope:
         self.known = known
         self.namespaces: list[str] = []  # the open `namespace` parts ("" for a `section`)
         self.opened: list[str] = []
+        #: The module's `private` declarations: the name as written (resolved) -> the name Lean
+        #: gives the constant, `_private.<Module>.0.<name>` (`mkPrivateName`, lean4
+        #: src/Lean/Modifiers.lean and src/Lean/PrivateName.lean); the module's own text
+        #: refers to it by the written name.
+        self.private: dict[str, str] = {}
+
+    def lookup(self, candidate: str) -> str | None:
+        if candidate in self.private:
+            return self.private[candidate]
+        return candidate if candidate in self.known else None
 
     def prefixes(self) -> list[str]:
         parts = [p for p in self.namespaces if p]
@@ -182,12 +198,12 @@ class Scope:
     def exact(self, token: str) -> str | None:
         token = ALIASES.get(token, token)
         if token.startswith("_root_."):
-            token = token[len("_root_.") :]
-            return token if token in self.known else None
+            return self.lookup(token[len("_root_.") :])
         for pre in [*self.prefixes(), *self.opened]:
-            if f"{pre}.{token}" in self.known:
-                return f"{pre}.{token}"
-        return token if token in self.known else None
+            found = self.lookup(f"{pre}.{token}")
+            if found is not None:
+                return found
+        return self.lookup(token)
 
     def mention(self, token: str) -> str | None:
         """The known constant a token names: itself, or (field notation `c.elim`) its longest
@@ -214,10 +230,12 @@ def mentions(text: str, scope: Scope, own: str) -> list[str]:
     return found
 
 
-def analyze(text: str, imported: set[str]) -> list[dict]:
+def analyze(text: str, imported: set[str], module: str) -> list[dict]:
     """Every theorem/lemma/def/abbrev/axiom of a module: its name, its stated type (a single
     known identifier, or the text and the known constants it mentions) and its value (a single
-    known identifier, or the known constants the body mentions)."""
+    known identifier, or the known constants the body mentions). A `private` declaration of
+    `module` is named `_private.<module>.0.<name>`, as Lean names it (`mkPrivateName`, lean4
+    src/Lean/Modifiers.lean), so `N` is not declared under its written name."""
     scope = Scope(set(BUILTIN_NAMES) | imported)
     raw = text.split("\n")
     lines = strip_comments(text).split("\n")  # blanked comments keep the line numbers of `raw`
@@ -245,18 +263,21 @@ def analyze(text: str, imported: set[str]) -> list[dict]:
         header = split_header(line)
         if header is None:
             continue
-        keyword, short, rest = header
+        keyword, short, rest, private = header
         block = [rest]
         while i < len(lines) and (not lines[i].strip() or lines[i][0].isspace()):
             block.append(lines[i])
             i += 1
-        name = scope.full_name(short)
+        written = scope.full_name(short)
+        name = f"_private.{module}.0.{written}" if private and module else written
         rec = record(keyword, name, "\n".join(block), scope)
         owned = owned_directives(raw, i - len(block))
         if owned:
             rec["judge"] = owned
         records.append(rec)
         scope.known.add(name)
+        if name != written:
+            scope.private[written] = name
     return records
 
 
@@ -274,6 +295,27 @@ def owned_directives(raw: list[str], header: int) -> list[str]:
 
 
 SET_OPTION_IN_RE = re.compile(r"set_option \S+ \S+ in")
+
+#: One token of a term's text: an identifier, a numeral, an ASCII spelling of an operator Lean's
+#: notation also writes in Unicode, or any other single character.
+TOKEN_RE = re.compile(rf"{IDENT}(?:\.{IDENT})*|[0-9]+|->|<=|>=|!=|\S")
+#: The same notation (lean4 src/Init/Core.lean and src/Init/Prelude.lean declare both spellings).
+ASCII_NOTATION = {"->": "→", "<=": "≤", ">=": "≥", "!=": "≠"}
+
+
+def term_key(text: str, scope: Scope) -> str:
+    """The double's stand-in for an elaborated term: its text with each identifier that names a
+    known constant replaced by that constant's full name, the ASCII operators in their Unicode
+    spelling, tokens separated by one space. Two texts that differ only in how they name the same
+    constants or in spacing get the same key; binder names, parentheses and notation still count
+    (stricter than Lean's definitional equality, never kinder)."""
+    out = []
+    for m in TOKEN_RE.finditer(text):
+        tok = m.group(0)
+        if IDENT_RE.fullmatch(tok) and not (m.start() and text[m.start() - 1] in "'."):
+            tok = scope.exact(tok) or tok
+        out.append(ASCII_NOTATION.get(tok, tok))
+    return " ".join(out)
 
 
 def record(keyword: str, name: str, body_text: str, scope: Scope) -> dict:
@@ -300,6 +342,8 @@ def record(keyword: str, name: str, body_text: str, scope: Scope) -> dict:
             "stmt": stated if stated is not None else head,
             "mentions": mentions(head, scope, name),
         }
+        if stated is not None:  # a binder list before the colon is not modelled: keyed by name
+            rec["type"]["key"] = term_key(stated, scope)
     if kind != "axiom":
         core = " ".join(body.split())
         core = re.sub(r"^by\s+", "", core)
@@ -309,6 +353,10 @@ def record(keyword: str, name: str, body_text: str, scope: Scope) -> dict:
             rec["value"] = {"ident": single}
         else:
             rec["value"] = {"mentions": mentions(body, scope, name)}
+            if kind == "def" and stated is not None and not head.startswith("("):
+                # A definition without parameters (a `def Spec : Prop := …`): its value is the
+                # term its text denotes, so that the double's kernel can unfold it (delta).
+                rec["value"]["key"] = term_key(body, scope)
     return rec
 
 
@@ -419,11 +467,37 @@ def known_names(olean_paths: list[str]) -> set[str]:
 # ---- constants: canonical (trusted) and derived from the source (the submission's) ------------
 
 
+def stmt_const(key: str) -> tuple:
+    """`double.stmt.<key>`: the double's primitive for the term whose normalised text is `key`
+    (one name component, whatever dots the text holds)."""
+    return ("const", ("double", "stmt", key), ())
+
+
 def type_expr(rec: dict) -> tuple:
+    """A constant's type: `const X` for a stated identifier, else `double.stmt.<key>` (the
+    normalised statement text, `term_key`) applied to the constants it mentions; a statement the
+    double did not key (binders before the colon) is `double.stmt.<the declaration's name>`."""
     t = rec.get("type") or {}
     if isinstance(t.get("ident"), str):
         return ident_expr(t["ident"])
-    return apps(const(f"double.stmt.{rec['name']}"), list(t.get("mentions") or []))
+    mentioned = list(t.get("mentions") or [])
+    if isinstance(t.get("key"), str):
+        return apps(stmt_const(t["key"]), mentioned)
+    return apps(const(f"double.stmt.{rec['name']}"), mentioned)
+
+
+def def_value(rec: dict) -> tuple[tuple, list]:
+    """A definition's value and the constants it uses: `const X` for a body that is one known
+    identifier, `double.stmt.<key>` applied to what a keyed body mentions (the same form a
+    statement of that text has, so that unfolding the definition meets it), else
+    `double.value.<name>` applied to what the body mentions."""
+    value = rec.get("value") or {}
+    if isinstance(value.get("ident"), str):
+        return ident_expr(value["ident"]), [value["ident"]]
+    used = list(value.get("mentions") or [])
+    if isinstance(value.get("key"), str):
+        return apps(stmt_const(value["key"]), used), used
+    return apps(const(f"double.value.{rec['name']}"), used), used
 
 
 def defn(name: str, type_: tuple, value: tuple, hints: object = None) -> dict:
@@ -441,22 +515,22 @@ def defn(name: str, type_: tuple, value: tuple, hints: object = None) -> dict:
 
 def canonical(rec: dict) -> dict:
     """The fixed form of a trusted constant, which the double's judge knows: its type as
-    recorded, its value `const double.trusted.<name>`."""
+    recorded; a theorem's value `const double.trusted.<name>`; a definition's value as
+    `def_value` reads it (so the kernel can unfold a trusted `Spec` to its statement)."""
     name = rec["name"]
     t = type_expr(rec)
     if rec.get("kind") == "axiom":
         return {"kind": "axiom", "name": name_of(name), "levelParams": [], "type": t, "isUnsafe": False}
-    value = const(f"double.trusted.{name}")
-    if rec.get("kind") == "thm":
-        return {
-            "kind": "thm",
-            "name": name_of(name),
-            "levelParams": [],
-            "type": t,
-            "value": value,
-            "all": [name_of(name)],
-        }
-    return defn(name, t, value, "abbrev" if rec.get("src") == "abbrev" else None)
+    if rec.get("kind") != "thm":
+        return defn(name, t, def_value(rec)[0], "abbrev" if rec.get("src") == "abbrev" else None)
+    return {
+        "kind": "thm",
+        "name": name_of(name),
+        "levelParams": [],
+        "type": t,
+        "value": const(f"double.trusted.{name}"),
+        "all": [name_of(name)],
+    }
 
 
 def builtins() -> dict:
@@ -530,11 +604,7 @@ def derived(rec: dict, heights: dict) -> dict:
             "value": v,
             "all": [name_of(name)],
         }
-    if isinstance(value.get("ident"), str):
-        v = ident_expr(value["ident"])
-        used = [value["ident"]]
-    else:
-        v = apps(const(f"double.value.{name}"), used)
+    v, used = def_value(rec)
     height = 1 + max([heights.get(u, 0) for u in used] or [0])
     heights[name] = height
     return defn(name, t, v, "abbrev" if rec.get("src") == "abbrev" else {"regular": height})
@@ -882,22 +952,7 @@ def leanexport(argv: list[str]) -> int:
     )
     for c in targets:
         ex.constant(c)
-    # A directive written before a declaration belongs to it and travels only when that
-    # declaration is in the export (`dumpConstant` writes the named constants' closure,
-    # src/LeanExport/Basic.lean); a directive before no declaration belongs to the module.
-    owned: dict = {}
-    for _, rec in records:
-        for line in rec.get("judge", []) if isinstance(rec.get("judge"), list) else []:
-            owned.setdefault(line, []).append(name_of(rec["name"]))
-    carried: list[str] = []
-    for line in judge_lines:
-        owners = owned.get(line)
-        if owners is None:
-            carried.append(line)
-        elif owners.pop(0) in ex.visited:
-            carried.append(line)
-        if owners is not None and not owners:
-            del owned[line]
+    carried = riding_directives(records, judge_lines, ex.visited)
     if carried:  # the `judge` directives that travel, carried as a string in the export
         d = name_of(DIRECTIVES_CONST)
         env[d] = defn(DIRECTIVES_CONST, const("double.String"), ("strVal", "\n".join(carried)), "opaque")
@@ -908,6 +963,69 @@ def leanexport(argv: list[str]) -> int:
         write_line(line)
     flush_out()
     return 0
+
+
+#: The `judge` directives that state a verdict about some constant (what the kernel, the statement
+#: check or the axiom walk would find in it). The others script the judge process itself.
+VERDICT_VERBS = ("replay-fail", "statement-fail", "kind", "axioms", "no-axioms")
+
+
+def riding_directives(records: list, judge_lines: list[str], exported: set) -> list[str]:
+    """The `judge` directives that travel with an export whose constants are `exported`. A
+    directive written before a declaration belongs to it and travels only when that declaration
+    is in the export (`dumpConstant` writes the named constants' closure, src/LeanExport/Basic.lean).
+    A verdict directive that belongs to no declaration describes nothing Lean would export, so
+    it never travels; the other directives of the module (a scripted crash, sleep, ...) always do."""
+    owned: dict = {}
+    for _, rec in records:
+        for line in rec.get("judge", []) if isinstance(rec.get("judge"), list) else []:
+            owned.setdefault(line, []).append(name_of(rec["name"]))
+    carried: list[str] = []
+    for line in judge_lines:
+        owners = owned.get(line)
+        if owners is None:
+            if line.split(" ", 1)[0] not in VERDICT_VERBS:
+                carried.append(line)
+        elif owners.pop(0) in exported:
+            carried.append(line)
+        if owners is not None and not owners:
+            del owned[line]
+    return carried
+
+
+def comparator_closure(src: str, theorems: list[str]) -> list[str]:
+    """For bin/lake: what real `lake comparator` would meet in the solution's export of
+    `theorems` (`safeExport` of their closure, src/lake/Lake/CLI/Check.lean): `d LINE` for each
+    `judge` directive riding with it (`riding_directives`), `a AXIOM` for `sorryAx` and for
+    `Lean.ofReduceBool` (`native_decide`) when a constant of the closure uses them."""
+    with open(src, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    module = src[: -len(".lean")].replace("/", ".") if src.endswith(".lean") else ""
+    records = [(module, rec) for rec in analyze(text, set(), module)]
+    by_name = {rec["name"]: rec for _, rec in records}
+    seen: set = set()
+    todo = [t for t in theorems if t in by_name]
+    used: set = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        rec = by_name[name]
+        refs: list = []
+        for part in (rec.get("type") or {}, rec.get("value") or {}):
+            refs += list(part.get("mentions") or [])
+            if isinstance(part.get("ident"), str):
+                refs.append(part["ident"])
+        for r in refs:
+            if r in by_name:
+                todo.append(r)
+            else:
+                used.add(r)
+    mark = "-- double: judge "
+    judge_lines = [line[len(mark) :] for line in text.split("\n") if line.startswith(mark)]
+    out = [f"d {line}" for line in riding_directives(records, judge_lines, {name_of(n) for n in seen})]
+    return out + [f"a {ax}" for ax in ("sorryAx", "Lean.ofReduceBool") if ax in used]
 
 
 def number(text: str) -> float:
@@ -1422,17 +1540,25 @@ def trusted_env(toolchain_lib: str, lib: str, allowed: list[str], terms: Terms) 
     return env
 
 
-def judge_export(path: str, thm_text: str, toolchain_lib: str, lib: str, allowed: list[str]) -> list[str]:
+def judge_export(
+    path: str,
+    thm_text: str,
+    spec_text: str,
+    check_text: str,
+    toolchain_lib: str,
+    lib: str,
+    allowed: list[str],
+) -> list[str]:
     """Protocol lines for bin/lean: `d VERB ARGS` per carried directive, then either
-    `v VERDICT REASON` (the reason already JSON-escaped) or `k REPLAYED KIND AXIOM...`."""
+    `v VERDICT REASON` (the reason already JSON-escaped) or `s REASON` (the statement check's
+    rejection, which bin/lean reports after the scripted directives and the theorem's kind, in
+    Judge.lean's order) and `k REPLAYED KIND AXIOM...`."""
     terms = Terms()
     reader = Reader(terms)
     out: list[str] = []
 
     def directives() -> None:
-        d = reader.consts.get(name_of(DIRECTIVES_CONST))
-        if d and d["kind"] == "def" and terms.nodes[d["value"]][0] == "strVal":
-            out.extend(f"d {line}" for line in terms.nodes[d["value"]][1].split("\n") if line.strip())
+        out.extend(f"d {line}" for line in carried_directives(reader, terms))
 
     def verdict(v: str, reason: str, replayed: int = 0, kind: str = "-") -> list[str]:
         """Judge.lean's report: `replayed` is 0 until the replay starts, the reason clipped."""
@@ -1468,6 +1594,10 @@ def judge_export(path: str, thm_text: str, toolchain_lib: str, lib: str, allowed
         else:
             new.append(name)
     rejected = "the kernel rejected the submission: "
+
+    def lookup(n: tuple) -> dict | None:  # the environment keeps the trusted constant of a name
+        return trusted.get(n) or consts.get(n)
+
     replayed = sum(1 for n in new if not (n and n[0] == "_double"))
     for name in new:
         ci = consts[name]
@@ -1477,7 +1607,7 @@ def judge_export(path: str, thm_text: str, toolchain_lib: str, lib: str, allowed
                     return verdict("replay", f"{rejected}(kernel) unknown constant '{name_str(c)}'", replayed)
         if ci["kind"] == "thm":
             given = proves(name, ci["value"], terms, consts, trusted)
-            if given != ci["type"]:
+            if given is None or not defeq(given, ci["type"], terms, lookup):
                 shown = terms.show(given) if given is not None else "?"
                 return verdict(
                     "replay",
@@ -1490,6 +1620,9 @@ def judge_export(path: str, thm_text: str, toolchain_lib: str, lib: str, allowed
     kind = KIND_OF[consts[thm]["kind"]] if thm in new else "-"
     if thm in new and consts[thm]["levelParams"]:
         return verdict("statement", f"{thm_text} has universe parameters", replayed, "theorem")
+    statement: list[str] = []
+    if kind == "theorem":
+        statement = statement_check(consts[thm]["type"], thm_text, spec_text, check_text, terms, lookup)
     axioms: list[str] = []
     if thm in new:
         seen = {thm}
@@ -1503,7 +1636,66 @@ def judge_export(path: str, thm_text: str, toolchain_lib: str, lib: str, allowed
                     if c in consts and c not in seen:
                         seen.add(c)
                         todo.append(c)
-    return [*out, " ".join(["k", str(replayed), kind, *axioms])]
+    return [*out, *statement, " ".join(["k", str(replayed), kind, *axioms])]
+
+
+def statement_check(
+    thm_type: int, thm_text: str, spec_text: str, check_text: str, terms: Terms, lookup
+) -> list[str]:
+    """Judge.lean step 5: the kernel adds `theorem CHECK : SPEC := THM`, so THM's type must be
+    definitionally equal to SPEC (the double's `defeq`, with delta). [] when it is, else one
+    `s REASON` line (JSON-escaped) with the kernel's `declTypeMismatch` message
+    (`KernelException.toMessageData`, lean4 src/Lean/Message.lean), clipped as Judge.lean clips."""
+    spec = name_of(spec_text)
+    if lookup(spec) is None:
+        msg = f"(kernel) unknown constant '{spec_text}'"
+    elif defeq(thm_type, terms.mk(("const", spec, ())), terms, lookup):
+        return []
+    else:
+        msg = (
+            f"(kernel) declaration type mismatch, '{check_text}' has type\n  "
+            f"{terms.show(thm_type)}\nbut it is expected to have type\n  {spec_text}"
+        )
+    reason = f"{thm_text} does not have type {spec_text}: {msg}"
+    if len(reason) > 1000:
+        reason = reason[:1000] + "...(clipped)"
+    return [f"s {lean_string(reason)[1:-1]}"]
+
+
+def olean_statement(
+    olean: str,
+    thm_text: str,
+    spec_text: str,
+    check_text: str,
+    toolchain_lib: str,
+    lib: str,
+    allowed: list[str],
+) -> list[str]:
+    """The olean judge's statement check (step 5, as in export mode): the submission's own
+    declarations (its olean's `xdecl` records, in the form the exporter derives) over the trusted
+    environment. [] when the theorem is Spec, or when the double cannot read what it needs (the
+    olean judge's other verdicts stay scripted)."""
+    terms = Terms()
+    try:
+        trusted = trusted_env(toolchain_lib, lib, allowed, terms)
+        data = read_olean(olean, "LeanCheckedNetwork.Submission")
+    except LeanError:
+        return []
+    own: dict = {}
+    heights: dict = {}
+    for rec in data["records"]:
+        try:
+            own[name_of(rec["name"])] = as_terms(derived(rec, heights), terms)
+        except (KeyError, TypeError, AttributeError):
+            continue
+    thm = own.get(name_of(thm_text))
+    if thm is None:
+        return []
+
+    def lookup(n: tuple) -> dict | None:
+        return trusted.get(n) or own.get(n)
+
+    return statement_check(thm["type"], thm_text, spec_text, check_text, terms, lookup)
 
 
 def check_export(path: str) -> str | None:
@@ -1525,9 +1717,63 @@ def check_export(path: str) -> str | None:
             for c in terms.consts(e):
                 if c not in consts and not is_double_name(c):
                     return f"(kernel) unknown constant '{name_str(c)}'"
-        if ci["kind"] == "thm" and proves(name, ci["value"], terms, consts, {}) != ci["type"]:
-            return f"(kernel) declaration type mismatch, '{name_str(name)}'"
+        if ci["kind"] == "thm":
+            given = proves(name, ci["value"], terms, consts, {})
+            if given is None or not defeq(given, ci["type"], terms, consts.get):
+                return f"(kernel) declaration type mismatch, '{name_str(name)}'"
+    # A carried `judge replay-fail` stands for a kernel rejection of a constant in the export
+    # (only a declaration in the exported closure carries one, `leanexport` above): a real
+    # kernel refuses that constant whichever checker replays it.
+    for line in carried_directives(reader, terms):
+        verb, _, arg = line.partition(" ")
+        if verb == "replay-fail":
+            return arg.strip() or "double says no"
     return None
+
+
+def carried_directives(reader: Reader, terms: Terms) -> list[str]:
+    """The `judge` directive lines an export carries (`_double.judgeDirectives`), else []."""
+    d = reader.consts.get(name_of(DIRECTIVES_CONST))
+    if d and d["kind"] == "def" and terms.nodes[d["value"]][0] == "strVal":
+        return [line for line in terms.nodes[d["value"]][1].split("\n") if line.strip()]
+    return []
+
+
+#: How many definitions `defeq` unfolds at most (a cycle of crafted definitions ends there).
+MAX_UNFOLDS = 64
+
+
+def unfold(i: int, terms: Terms, lookup) -> int | None:
+    """Delta: the value of the definition a bare `const` names, else None. The kernel unfolds a
+    definition's constant to its value (`is_delta`/`unfold_definition`, lean4
+    src/kernel/type_checker.cpp); the double unfolds only a constant standing alone (its keyed
+    statements take no arguments) and only definitions, never theorems, opaques or axioms."""
+    node = terms.nodes[i]
+    if node[0] != "const":
+        return None
+    ci = lookup(node[1])
+    if ci is None or ci["kind"] != "def" or "value" not in ci:
+        return None
+    return ci["value"]
+
+
+def defeq(a: int, b: int, terms: Terms, lookup) -> bool:
+    """The double's definitional equality: structural equality (metadata and binder names aside,
+    `Terms`), after unfolding definitions at the head of either side (`is_def_eq` with lazy delta
+    reduction, lean4 src/kernel/type_checker.cpp). No beta, no congruence under applications:
+    stricter than Lean, never kinder."""
+    for _ in range(MAX_UNFOLDS):
+        if a == b:
+            return True
+        ua = unfold(a, terms, lookup)
+        if ua is not None:
+            a = ua
+            continue
+        ub = unfold(b, terms, lookup)
+        if ub is None:
+            return False
+        b = ub
+    return a == b
 
 
 def proves(own: tuple, value: int, terms: Terms, consts: dict, trusted: dict) -> int | None:
@@ -1558,13 +1804,19 @@ def main(argv: list[str]) -> int:
         try:
             with open(src, encoding="utf-8", errors="replace") as f:
                 text = f.read()
-            for rec in analyze(text, known_names(oleans)):
+            # The module's name as bin/lean derives it from the source path.
+            module = src[: -len(".lean")].replace("/", ".") if src.endswith(".lean") else ""
+            for rec in analyze(text, known_names(oleans), module):
                 print("xdecl " + json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
         except Exception as exc:  # the build must not fail on the double's own reading
             print(f"xerror {type(exc).__name__}: {exc}".replace("\n", " "))
         return 0
     if cmd == "leanexport":
         return leanexport(args)
+    if cmd == "comparator-closure":
+        for line in comparator_closure(args[0], args[1:]):
+            sys.stdout.buffer.write(line.encode("utf-8", "replace") + b"\n")
+        return 0
     if cmd == "leanchecker":
         if "--from-export" not in args or args.index("--from-export") + 1 >= len(args):
             sys.stderr.write("leanchecker (toolchain double): only `--from-export FILE` is acted out\n")
@@ -1574,10 +1826,15 @@ def main(argv: list[str]) -> int:
             sys.stderr.write(f"uncaught exception: {why}\n")
             return 1
         return 0
+    if cmd == "olean-statement":
+        olean, thm, spec, check, toolchain_lib, lib = args[:6]
+        for line in olean_statement(olean, thm, spec, check, toolchain_lib, lib, args[6:]):
+            sys.stdout.buffer.write(line.encode("utf-8", "replace") + b"\n")
+        return 0
     if cmd == "judge-export":
-        path, thm, toolchain_lib, lib, allowed = args[0], args[1], args[2], args[3], args[4:]
+        path, thm, spec, check, toolchain_lib, lib = args[:6]
         sys.setrecursionlimit(100000)
-        for line in judge_export(path, thm, toolchain_lib, lib, allowed):
+        for line in judge_export(path, thm, spec, check, toolchain_lib, lib, args[6:]):
             sys.stdout.buffer.write(line.encode("utf-8", "replace") + b"\n")
         return 0
     sys.stderr.write(f"_double_export.py: unknown command {cmd}\n")
