@@ -196,7 +196,13 @@ def prompt_text(record: TaskRecord, tasks_dir: Path) -> str:
     from lean_mod_add_proof.prompt import SYSTEM_PROMPT, task_prompt
 
     defaults = GraderConfig()
-    user = task_prompt(record, tasks_dir, timeout_s=defaults.timeout_s, memory_mb=defaults.memory_mb)
+    user = task_prompt(
+        record,
+        tasks_dir,
+        timeout_s=defaults.timeout_s,
+        lean_toolchain=defaults.lean_toolchain,
+        memory_mb=defaults.memory_mb,
+    )
     return SYSTEM_PROMPT + "\n" + user
 
 
@@ -325,6 +331,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         record,
         args.tasks_dir,
         timeout_s=timeout_s,
+        lean_toolchain=defaults.lean_toolchain,
         axioms_mode=args.axioms_mode,
         memory_mb=defaults.memory_mb,
     )
