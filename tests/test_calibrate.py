@@ -10,6 +10,7 @@ import pytest
 from helpers import DOUBLE_DIR, make_task_set
 
 from lean_mod_add_proof.cli import main
+from lean_mod_add_proof.cli.exits import ERROR_PREFIX
 from lean_mod_add_proof.dataset.cost import read_timeouts
 from lean_mod_add_proof.taskset import LeanModAddProofTaskset, LeanTaskConfig, LeanTasksetConfig
 
@@ -98,7 +99,7 @@ def test_calibrate_headroom_and_floor_shape_the_limits(tmp_path: Path, capsys) -
 def test_calibrate_refuses_a_non_positive_factor(tmp_path: Path, capsys, flag: str) -> None:
     tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0),))
     assert calibrate(tmp_path, tasks_dir, flag, "0") == 2
-    assert f"{flag} 0: must be above 0" in capsys.readouterr().out
+    assert f"{ERROR_PREFIX}calibrate: {flag} 0: must be above 0" in capsys.readouterr().err
 
 
 def test_vf_eval_takes_the_hard_split_and_a_timeouts_file(tmp_path: Path) -> None:

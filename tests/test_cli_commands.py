@@ -328,10 +328,7 @@ def test_every_argument_of_every_command_has_help() -> None:
         for action in sub._actions
         if not action.help and action.dest != "help"
     ]
-    # cli/tasks.py is another helper's file in this round (issue 29); the lead drops this list once
-    # its arguments have help too.
-    not_yet = {"prompt task_id", "prompt axioms_mode", "reference task_id"}
-    assert sorted(set(missing) - not_yet) == []
+    assert missing == []
 
 
 def test_a_default_is_shown_and_commands_without_lean_do_not_mention_exit_3() -> None:
@@ -348,6 +345,10 @@ def test_a_default_is_shown_and_commands_without_lean_do_not_mention_exit_3() ->
         ["grade"],  # argparse's own error
         ["grade", "p05_h08_s0", "/nonexistent/" + "a-long-directory-name/" * 6 + "Submission.lean"],
         ["doctor", "--timeout-s", "-1"],
+        ["tasks", "--tokenizer", "no-such-kind:" + "a-long-tokenizer-name-" * 4],
+        ["prompt", "p99_h99_s9", "--tasks-dir", "/nonexistent/" + "a-long-directory-name/" * 4],
+        ["calibrate", "--headroom", "0"],
+        ["warm-cache", "--split", "eval", "--max-p", "1"],
     ],
 )
 def test_error_lines_have_one_prefix_and_are_not_wrapped_when_piped(argv: list[str]) -> None:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
 from lean_mod_add_proof.dataset.cost import (
@@ -87,7 +87,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     console = Console()
     for flag, value in (("--headroom", args.headroom), ("--floor-s", args.floor_s)):
         if not value > 0:
-            console.print(f"[red]calibrate:[/] {flag} {value:g}: must be above 0", highlight=False)
+            print_error(f"calibrate: {flag} {value:g}: must be above 0")
             return EXIT_USAGE
     started = start(args, console, "calibrate", "nothing measured")
     if isinstance(started, int):
