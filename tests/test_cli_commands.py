@@ -287,7 +287,9 @@ def test_the_blocker_banner_points_where_the_reason_is() -> None:
     assert "traces[i].info.lean_grader.reason" in zero and "errors[j]" not in zero
 
 
-@pytest.mark.parametrize("argv", [["reference", "p05_h08_s0"], ["tasks", "--json"], ["prompt", "p05_h08_s0"]])
+@pytest.mark.parametrize(
+    "argv", [["reference", "p05_h08_s0"], ["tasks", "--json"], ["prompt", "p05_h08_s0"], ["doctor", "--json"]]
+)
 def test_a_reader_that_stops_early_gets_no_traceback(argv: list[str]) -> None:
     """A real pipe whose read end is closed before the command writes (`... | true`): the command
     ends without a BrokenPipeError traceback, for every command (it is handled once in `main`)."""

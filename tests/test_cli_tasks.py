@@ -310,6 +310,31 @@ def test_task_ids_are_whole_in_a_narrow_table(capsys, tmp_path: Path, monkeypatc
     assert len(rows) == 2 and "p05_h08_s0" in rows[0] and "p05_h08_s2" in rows[1]
 
 
+def test_task_ids_are_whole_when_piped(tmp_path: Path) -> None:
+    """`tasks | cat` as a user runs it: a real pipe and no COLUMNS, so rich falls back to its
+    80-column default for a non-terminal (issue 29 saw `p05_h08…`). The packaged set's every id is
+    in the output whole, and no line is wider than 80."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["HOME"] = str(tmp_path)  # no tokenizer vocabulary on disk here: the estimate
+    done = subprocess.run(
+        [sys.executable, "-m", "lean_mod_add_proof.cli", "tasks", "--split", "all"],
+        capture_output=True,  # stdout is a pipe, as in `| cat`
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, done.stdout
+    cells = [line.split()[0] for line in lines if line.split() and line.split()[0][:1] == "p"]
+    ids = [c for c in cells if c[1:3].isdigit()]  # a row's first cell (not "prompt", "per"...)
+    assert sorted(ids) == sorted(r.id for r in load_tasks() if r.split in ("train", "eval")), done.stdout
+
+
 def test_hf_tokenizer_offline_fails_at_once(capsys, tasks_dir: Path, monkeypatch) -> None:
     from lean_mod_add_proof.cli import tasks as tasks_cli
 
