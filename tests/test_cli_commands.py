@@ -351,12 +351,19 @@ def test_a_default_is_shown_and_commands_without_lean_do_not_mention_exit_3() ->
         ["prompt", "p99_h99_s9", "--tasks-dir", "/nonexistent/" + "a-long-directory-name/" * 4],
         ["calibrate", "--headroom", "0"],
         ["warm-cache", "--split", "eval", "--max-p", "1"],
+        ["calibrate", "--split", "hard", "--tasks-dir", "{a set without hard tasks}"],
     ],
 )
-def test_error_lines_have_one_prefix_and_are_not_wrapped_when_piped(argv: list[str]) -> None:
+def test_error_lines_have_one_prefix_and_are_not_wrapped_when_piped(argv: list[str], tmp_path: Path) -> None:
     import subprocess
     import sys
 
+    from helpers import make_task_set
+
+    if "{a set without hard tasks}" in argv:
+        argv = [
+            str(make_task_set(tmp_path / "tasks", ((5, 8, 0),))) if a.startswith("{") else a for a in argv
+        ]
     done = subprocess.run(
         [sys.executable, "-m", "lean_mod_add_proof.cli", *argv],
         capture_output=True,
@@ -367,7 +374,10 @@ def test_error_lines_have_one_prefix_and_are_not_wrapped_when_piped(argv: list[s
     assert done.returncode == EXIT_USAGE, done.stderr
     errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and errors[0].startswith("lean-mod-add-proof: error: "), done.stderr
-    assert len(errors[0]) > 0 and not done.stderr.splitlines()[-1].startswith(" "), done.stderr
+    # Not wrapped: the error is the last line (argparse's usage may come before it), whole.
+    assert done.stderr.splitlines()[-1] == errors[0], done.stderr
+    for long_word in (w.rstrip("/") for w in argv if "a-long-" in w):  # longer than a line
+        assert long_word in errors[0], done.stderr
 
 
 def test_the_demo_table_never_cuts_a_task_id_at_80_columns() -> None:
