@@ -15,7 +15,14 @@ import pytest
 from helpers import DOUBLE_DIR, make_task_set
 
 from lean_mod_add_proof.cli import build_parser, main
-from lean_mod_add_proof.cli.exits import EXIT_HELP, EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import (
+    ERROR_PREFIX,
+    EXIT_HELP,
+    EXIT_NOT_JUDGED,
+    EXIT_OK,
+    EXIT_PROBLEM,
+    EXIT_USAGE,
+)
 from lean_mod_add_proof.dataset.tasks import TaskSetError, load_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +64,7 @@ def test_usage_errors_are_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["grade"])  # argparse's own error
     assert exited.value.code == EXIT_USAGE
     assert main(["warm-cache", "--task", "p99_h08_s0"]) == EXIT_USAGE
-    assert "unknown task id" in capsys.readouterr().out
+    assert f"{ERROR_PREFIX}warm-cache: unknown task id" in capsys.readouterr().err
 
 
 # ---- --max-p, refused as vf-eval refuses it --------------------------------------------------------
@@ -94,7 +101,7 @@ def test_select_tasks_words_the_refusal_as_vf_eval_does() -> None:
 
 def test_warm_cache_refuses_a_max_p_no_task_has(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["warm-cache", "--max-p", "2"]) == EXIT_USAGE
-    assert "no task has p <= 2" in " ".join(capsys.readouterr().out.split())
+    assert f"{ERROR_PREFIX}warm-cache: --max-p 2: no task has p <= 2" in capsys.readouterr().err
 
 
 # ---- settings -------------------------------------------------------------------------------------
