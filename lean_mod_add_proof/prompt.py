@@ -14,7 +14,6 @@ from pathlib import Path
 from lean_mod_add_proof.constants import (
     ALLOWED_AXIOMS,
     ALLOWED_IMPORTS,
-    LEAN_TOOLCHAIN,
     NETWORK_MODULE,
     REQUIRED_IMPORT,
     SPEC_CONSTANT,
@@ -89,13 +88,16 @@ def _code_list(items: Sequence[str]) -> str:
 def rules_section(
     *,
     timeout_s: float,
+    lean_toolchain: str,
     banned_words: Sequence[str] = SEED_BANNED_WORDS,
     code_banned_words: Sequence[str] = CODE_BANNED_WORDS,
     guard_rules: Sequence[str] = GUARD_RULES,
     axioms_mode: AxiomsMode = "subset",
     memory_mb: int | None = None,
 ) -> str:
-    """The rules, each one enforced by the grader (the guard's own words for its rules)."""
+    """The rules, each one enforced by the grader (the guard's own words for its rules).
+    `lean_toolchain` is the configured setting (GraderSettings.lean_toolchain), never a constant:
+    the grader refuses any other toolchain, so the prompt must name the one it grades with."""
     if axioms_mode == "exact":
         axioms_rule = (
             f"Axioms: your theorem must depend on exactly {_code_list(ALLOWED_AXIOMS)} "
@@ -109,7 +111,7 @@ def rules_section(
     limit = f"{timeout_s:g} seconds"
     memory = f", using at most {memory_mb} MiB of memory at any time" if memory_mb else ""
     rules = [
-        f"Toolchain: `{LEAN_TOOLCHAIN}`, in a fresh Lake package with no dependencies (no Mathlib, "
+        f"Toolchain: `{lean_toolchain}`, in a fresh Lake package with no dependencies (no Mathlib, "
         "no Batteries; only Lean core).",
         f"Imports: only {_code_list(ALLOWED_IMPORTS)}; the file must import `{REQUIRED_IMPORT}`.",
         f"Forbidden words (anywhere in the file, comments and strings included): {_code_list(banned_words)}.",
@@ -133,6 +135,7 @@ def build_prompt(
     network_lean: str,
     weights_lean: str,
     timeout_s: float,
+    lean_toolchain: str,
     banned_words: Sequence[str] = SEED_BANNED_WORDS,
     axioms_mode: AxiomsMode = "subset",
     memory_mb: int | None = None,
@@ -143,7 +146,11 @@ def build_prompt(
         files_section(network_lean, weights_lean),
         theorem_section(p),
         rules_section(
-            timeout_s=timeout_s, banned_words=banned_words, axioms_mode=axioms_mode, memory_mb=memory_mb
+            timeout_s=timeout_s,
+            lean_toolchain=lean_toolchain,
+            banned_words=banned_words,
+            axioms_mode=axioms_mode,
+            memory_mb=memory_mb,
         ),
     ]
     return "\n\n".join(sections) + "\n"
@@ -154,6 +161,7 @@ def task_prompt(
     tasks_dir: Path,
     *,
     timeout_s: float,
+    lean_toolchain: str,
     axioms_mode: AxiomsMode = "subset",
     memory_mb: int | None = None,
     network_lean: str | None = None,
@@ -166,6 +174,7 @@ def task_prompt(
         network_lean=network,
         weights_lean=weights,
         timeout_s=timeout_s,
+        lean_toolchain=lean_toolchain,
         axioms_mode=axioms_mode,
         memory_mb=memory_mb,
     )

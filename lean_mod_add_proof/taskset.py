@@ -601,6 +601,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
                 network_lean=network,
                 weights_lean=read_verbatim(weights_path(tasks_dir, r.id)),
                 timeout_s=task_cfg.timeout_s,
+                lean_toolchain=task_cfg.lean_toolchain,
                 axioms_mode=cfg.task.axioms_mode,
                 memory_mb=cfg.task.memory_mb,
             )

@@ -223,6 +223,7 @@ def test_busy_port_is_one_line_and_exit_2(server) -> None:
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0]
+    assert lines[0].startswith("lean-mod-add-proof: error: serve-baseline: "), lines[0]
     assert "--port 0" in lines[0]
 
 

@@ -265,7 +265,7 @@ def test_cli_calibrate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["calibrate", "--max-p", "5", "--out", str(out)]) == 3  # no Lean: says so
     assert "no Lean toolchain" in capsys.readouterr().out and not out.exists()
     assert main(["calibrate", "--max-p", "2"]) == 2  # refused as vf-eval refuses it
-    assert "no task has p <= 2" in " ".join(capsys.readouterr().out.split())
+    assert "lean-mod-add-proof: error: calibrate: --max-p 2: no task has p <= 2" in capsys.readouterr().err
     flags = ["--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
     assert main(["calibrate", *_common(tmp_path)[:2], *flags, "--out", str(out)]) == 0
     data = json.loads(out.read_text())

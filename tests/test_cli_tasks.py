@@ -10,7 +10,7 @@ import pytest
 from helpers import make_task_set
 
 from lean_mod_add_proof.cli import main
-from lean_mod_add_proof.cli.exits import EXIT_PROBLEM
+from lean_mod_add_proof.cli.exits import ERROR_PREFIX, EXIT_PROBLEM
 from lean_mod_add_proof.constants import reference_submission, theorem_signature
 from lean_mod_add_proof.dataset.tasks import (
     NETWORK_LEAN_PATH,
@@ -310,6 +310,31 @@ def test_task_ids_are_whole_in_a_narrow_table(capsys, tmp_path: Path, monkeypatc
     assert len(rows) == 2 and "p05_h08_s0" in rows[0] and "p05_h08_s2" in rows[1]
 
 
+def test_task_ids_are_whole_when_piped(tmp_path: Path) -> None:
+    """`tasks | cat` as a user runs it: a real pipe and no COLUMNS, so rich falls back to its
+    80-column default for a non-terminal (issue 29 saw `p05_h08…`). The packaged set's every id is
+    in the output whole, and no line is wider than 80."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["HOME"] = str(tmp_path)  # no tokenizer vocabulary on disk here: the estimate
+    done = subprocess.run(
+        [sys.executable, "-m", "lean_mod_add_proof.cli", "tasks", "--split", "all"],
+        capture_output=True,  # stdout is a pipe, as in `| cat`
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, done.stdout
+    cells = [line.split()[0] for line in lines if line.split() and line.split()[0][:1] == "p"]
+    ids = [c for c in cells if c[1:3].isdigit()]  # a row's first cell (not "prompt", "per"...)
+    assert sorted(ids) == sorted(r.id for r in load_tasks() if r.split in ("train", "eval")), done.stdout
+
+
 def test_hf_tokenizer_offline_fails_at_once(capsys, tasks_dir: Path, monkeypatch) -> None:
     from lean_mod_add_proof.cli import tasks as tasks_cli
 
@@ -322,8 +347,37 @@ def test_hf_tokenizer_offline_fails_at_once(capsys, tasks_dir: Path, monkeypatch
     )
     assert code == 2 and out == "" and probes == [1]
     # One line of ours (transformers may print its own notice on import, before it).
-    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
-    assert line.startswith("error: --tokenizer: ") and "not on disk and the Hub cannot be reached" in line
+    (line,) = [x for x in err.splitlines() if x.startswith(ERROR_PREFIX)]
+    assert line.startswith(f"{ERROR_PREFIX}tasks: --tokenizer: ")
+    assert "not on disk and the Hub cannot be reached" in line
+
+
+def test_hf_tokenizer_with_the_hub_unreachable_tries_once(capsys, tasks_dir: Path, monkeypatch) -> None:
+    """Issue 29, stumble 12, as a user meets it: HF_HUB_OFFLINE unset and the Hub unreachable. Every
+    connection attempt is counted at the socket: one (the probe) and a clear error, where the Hub
+    clients on their own retry for about 48 s. Counts attempts, not seconds, so it is no timing test."""
+    import socket
+
+    endpoint_port = 9  # the discard port: nothing listens, a connection is refused at once
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{endpoint_port}")
+    monkeypatch.setenv("HF_HOME", str(tasks_dir.parent / "hf-home"))
+    attempts: list[object] = []
+    real_connect = socket.socket.connect
+
+    def counting_connect(sock: socket.socket, address: object) -> None:
+        if isinstance(address, tuple) and address[1] == endpoint_port:
+            attempts.append(address)
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", counting_connect)
+    code, out, err = run(
+        capsys, "tasks", "--tasks-dir", str(tasks_dir), "--tokenizer", "hf:no-such-org/no-such-model"
+    )
+    assert code == 2 and out == "" and len(attempts) == 1, (attempts, err)
+    (line,) = [x for x in err.splitlines() if x.startswith(ERROR_PREFIX)]
+    assert "not on disk and the Hub cannot be reached" in line
 
 
 def test_hub_probe_respects_hf_hub_offline(monkeypatch) -> None:

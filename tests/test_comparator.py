@@ -589,3 +589,15 @@ async def test_warm_cache_prebuilds_the_comparators_challenge(tmp_path: Path) ->
     assert again.cache == "hit", again.reason
     res = await run_double(reference_submission(P), tmp_path, judge="comparator")
     assert res.accepted and res.cache == "hit", res.reason
+
+
+def test_a_host_without_bwrap_skips_the_comparator_tests_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 29, stumble 18: without bubblewrap the comparator tests failed with "cannot run the
+    comparator: missing bwrap" instead of skipping. The shared fixture now skips with the grader's
+    own probe reason (checked by hand with COMPARATOR_BWRAP=/nonexistent/bwrap over this module,
+    test_routes.py and test_selftest.py: 0 failed)."""
+    monkeypatch.setenv("COMPARATOR_BWRAP", "/nonexistent/bwrap")
+    with pytest.raises(pytest.skip.Exception, match=r"the comparator cannot run on this host: .*bwrap"):
+        require_comparator()

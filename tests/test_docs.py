@@ -64,6 +64,17 @@ def test_the_readme_config_list_names_every_grader_setting() -> None:
     assert missing == []
 
 
+def test_the_pipeline_docstring_says_which_route_reads_the_olean() -> None:
+    """Issue 29: pipeline.py's opening docstring said the judge reads the submission's olean. The
+    export route (tried first) reads leanexport's NDJSON; only the olean route reads the olean."""
+    from lean_mod_add_proof.grading import pipeline
+
+    doc = " ".join((pipeline.__doc__ or "").split())
+    assert "leanexport" in doc and "NDJSON" in doc and "tried first" in doc
+    assert "no byte of the submission's olean crossing into the verdict process" in doc
+    assert "Only on the olean route" in doc and "does the judge read the submission's olean" in doc
+
+
 def test_the_development_layout_names_every_module() -> None:
     """Issue 29: docs/development.md showed last month's layout."""
     layout = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")

@@ -231,6 +231,18 @@ def test_prompt_contents(tasks_dir: Path) -> None:
         assert task.data.system_prompt
 
 
+@pytest.mark.parametrize("toolchain", [None, "leanprover/lean4:v4.36.0", "leanprover/lean4:v4.35.0-rc9"])
+def test_the_prompt_names_the_configured_toolchain(tasks_dir: Path, toolchain: str | None) -> None:
+    """The rules name the toolchain the grader grades with (the `lean_toolchain` setting), not a
+    constant: a prompt that names rc2 while the grader refuses anything but another would be wrong."""
+    task_cfg = {} if toolchain is None else {"lean_toolchain": toolchain}
+    expected = toolchain or GraderConfig().lean_toolchain
+    for task in taskset(tasks_dir, split="all", task=task_cfg):
+        (line,) = [x for x in task.data.prompt.splitlines() if x.startswith("- Toolchain: ")]
+        assert line.startswith(f"- Toolchain: `{expected}`, "), line
+        assert task.config.lean_toolchain == expected
+
+
 def test_grader_config_is_built_from_task_config(tmp_path: Path) -> None:
     cfg = LeanTaskConfig(
         timeout_s=12,

@@ -29,6 +29,11 @@ from lean_mod_add_proof.grading.pipeline import cache_key_for
 from lean_mod_add_proof.grading.result import GraderConfig
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
+# Nothing remembered of a self-test an earlier test module ran in this process: warm-cache must
+# run its own (and make the self-test task's cache entry) in each test's cache. Without this,
+# `pytest tests/test_cli_grading.py tests/test_warm_cache.py` failed the entry count.
+pytestmark = pytest.mark.usefixtures("isolated_cli_home")
+
 
 @pytest.fixture
 def tasks_dir(tmp_path: Path) -> Path:

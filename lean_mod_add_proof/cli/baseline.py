@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from lean_mod_add_proof.cli.exits import EXIT_USAGE, print_error
 from lean_mod_add_proof.constants import (
     WEIGHTS_MODULE,
     reference_submission,
@@ -350,8 +351,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if exc.errno == errno.EADDRINUSE:
             hint = " (another process uses it: pick another --port, or --port 0 for a free one)"
         why = exc.strerror or str(exc)
-        print(f"serve-baseline: cannot listen on {args.host}:{args.port}: {why}{hint}", file=sys.stderr)
-        return 2
+        print_error(f"serve-baseline: cannot listen on {args.host}:{args.port}: {why}{hint}")
+        return EXIT_USAGE
     print(
         f"serving policy {args.policy!r} at {server.base_url} "
         f"(model {MODEL_PREFIX}<policy> picks another: {', '.join(POLICIES)}; Ctrl-C stops)",

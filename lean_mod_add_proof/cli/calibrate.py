@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
 from lean_mod_add_proof.dataset.cost import (
@@ -87,7 +87,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     console = Console()
     for flag, value in (("--headroom", args.headroom), ("--floor-s", args.floor_s)):
         if not value > 0:
-            console.print(f"[red]calibrate:[/] {flag} {value:g}: must be above 0", highlight=False)
+            print_error(f"calibrate: {flag} {value:g}: must be above 0")
             return EXIT_USAGE
     started = start(args, console, "calibrate", "nothing measured")
     if isinstance(started, int):
@@ -134,11 +134,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return EXIT_NOT_JUDGED
     if not all(r["accepted"] for r in rows):
         return EXIT_PROBLEM
+    # The largest task is the one with the most kernel work, never the one that took longest: a
+    # small task's time can be mostly noise or set-up (issue 29 named the smallest "Largest").
+    largest = max(rows, key=lambda r: (r["kernel_mul_adds"], r["task"]))
     slowest = max(rows, key=lambda r: (r["checked_seconds"], r["kernel_mul_adds"]))
+    also = (
+        ""
+        if slowest is largest
+        else f"; the slowest was {slowest['task']} ({slowest['checked_seconds']:.1f} s)"
+    )
     setup = sum(r["setup_seconds"] for r in rows)
     console.print(
-        f"Slowest measured: {slowest['task']} ({slowest['kernel_mul_adds']:,} mul-adds) took "
-        f"{slowest['checked_seconds']:.1f} s within the time limit and {slowest['peak_memory_mb']} MiB; "
+        f"Largest measured: {largest['task']} ({largest['kernel_mul_adds']:,} mul-adds) took "
+        f"{largest['checked_seconds']:.1f} s within the time limit and "
+        f"{largest['peak_memory_mb']} MiB{also}; "
         f"the one-off set-up (self-test, judge, cache entries) took {setup:.1f} s and is not counted. "
         "Set timeout_s and memory_mb with headroom above the largest task you grade "
         "(docs/operations.md, Calibration).",

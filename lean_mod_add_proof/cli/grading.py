@@ -11,6 +11,7 @@ from typing import Any
 
 from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
+from lean_mod_add_proof.cli.tasks import TASK_ID_HELP
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR
 from lean_mod_add_proof.grading.result import verdict_exit_code
 
@@ -188,7 +189,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="grade a Submission.lean (or a whole model reply) for one task with the real pipeline",
         description="Exit 0: accepted; 1: rejected; 2: usage error; 3: could not judge (no verdict).",
     )
-    p.add_argument("task_id", help="the task's id, e.g. p05_h08_s0 (see `lean-mod-add-proof tasks`)")
+    p.add_argument("task_id", help=TASK_ID_HELP)
     p.add_argument("file", type=Path, help="the Submission.lean, or with --reply a whole model reply")
     p.add_argument("--reply", action="store_true", help="FILE is a model reply: take its ```lean block")
     p.add_argument(

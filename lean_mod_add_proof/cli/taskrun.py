@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import config_from_args, select_tasks
 from lean_mod_add_proof.dataset.tasks import (
     DEFAULT_TASKS_DIR,
@@ -52,12 +52,10 @@ def start(args: argparse.Namespace, console: Any, command: str, nothing: str) ->
         config = config_from_args(args)
         records = choose(load_tasks(args.tasks_dir), args.split, args.max_p, args.task)
     except (ValueError, TaskSetError) as exc:
-        console.print(f"[red]{command}:[/] {exc}", highlight=False)
+        print_error(f"{command}: {exc}")
         return EXIT_USAGE
     if not records:
-        console.print(
-            f"[red]{command}:[/] no task matches split={args.split}, max_p={args.max_p}", highlight=False
-        )
+        print_error(f"{command}: no task matches split={args.split}, max_p={args.max_p}")
         return EXIT_USAGE
     found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if not isinstance(found, toolchain.Toolchain):

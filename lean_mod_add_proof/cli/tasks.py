@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lean_mod_add_proof.cli.exits import EXIT_USAGE, print_error
 from lean_mod_add_proof.dataset.cost import (
     PUBLISHED_RATE_S,
     PUBLISHED_RATE_SOURCE,
@@ -196,8 +197,18 @@ def prompt_text(record: TaskRecord, tasks_dir: Path) -> str:
     from lean_mod_add_proof.prompt import SYSTEM_PROMPT, task_prompt
 
     defaults = GraderConfig()
-    user = task_prompt(record, tasks_dir, timeout_s=defaults.timeout_s, memory_mb=defaults.memory_mb)
+    user = task_prompt(
+        record,
+        tasks_dir,
+        timeout_s=defaults.timeout_s,
+        lean_toolchain=defaults.lean_toolchain,
+        memory_mb=defaults.memory_mb,
+    )
     return SYSTEM_PROMPT + "\n" + user
+
+
+#: The help of every command's task id argument (grade, prompt, reference).
+TASK_ID_HELP = "the task's id, e.g. p05_h08_s0 (see `lean-mod-add-proof tasks`)"
 
 
 def _tasks_dir_arg(parser: argparse.ArgumentParser) -> None:
@@ -223,8 +234,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     try:
         tokenizer = load_tokenizer(args.tokenizer)
     except TokenizerUnavailable as exc:
-        print(f"error: --tokenizer: {exc}", file=sys.stderr)
-        return 2
+        print_error(f"tasks: --tokenizer: {exc}")
+        return EXIT_USAGE
     tokens = {r.id: tokenizer.count(prompt_text(r, args.tasks_dir)) for r in records}
     if args.sort == "kernel-mul-adds":
         records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))
@@ -325,6 +336,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         record,
         args.tasks_dir,
         timeout_s=timeout_s,
+        lean_toolchain=defaults.lean_toolchain,
         axioms_mode=args.axioms_mode,
         memory_mb=defaults.memory_mb,
     )
@@ -347,8 +359,8 @@ def _guarded(handler):
         try:
             return handler(args)
         except TaskSetError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            print_error(f"{args.command}: {exc}")
+            return EXIT_USAGE
 
     return run
 
@@ -388,14 +400,20 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_guarded(cmd_tasks))
 
     p = commands.add_parser("prompt", help="print the user prompt of one task, as the model sees it")
-    p.add_argument("task_id")
+    p.add_argument("task_id", help=TASK_ID_HELP)
     _tasks_dir_arg(p)
     p.add_argument("--timeout-s", type=float, default=None, help="time limit stated in the rules")
-    p.add_argument("--axioms-mode", choices=("subset", "exact"), default="subset")
+    p.add_argument(
+        "--axioms-mode",
+        choices=("subset", "exact"),
+        default="subset",
+        help="the axiom rule stated in the prompt: any subset of the allowed three, or exactly them "
+        "(default: subset; the grader's axioms_mode setting)",
+    )
     p.add_argument("--system", action="store_true", help="also print the system prompt")
     p.set_defaults(handler=_guarded(cmd_prompt))
 
     p = commands.add_parser("reference", help="print the reference proof (the whole Submission.lean)")
-    p.add_argument("task_id")
+    p.add_argument("task_id", help=TASK_ID_HELP)
     _tasks_dir_arg(p)
     p.set_defaults(handler=_guarded(cmd_reference))
