@@ -174,6 +174,9 @@ class Scope:
         #: src/Lean/Modifiers.lean and src/Lean/PrivateName.lean); the module's own text
         #: refers to it by the written name.
         self.private: dict[str, str] = {}
+        #: False once the module has run a command after which the same text may elaborate to
+        #: another term (`reinterprets`): from then on statements are keyed by name, not text.
+        self.text_keys = True
 
     def lookup(self, candidate: str) -> str | None:
         if candidate in self.private:
@@ -260,6 +263,8 @@ def analyze(text: str, imported: set[str], module: str) -> list[dict]:
         if words[0] == "open":
             scope.opened.extend(w for w in words[1:] if IDENT_RE.fullmatch(w))
             continue
+        if reinterprets(line):
+            scope.text_keys = False
         header = split_header(line)
         if header is None:
             continue
@@ -281,20 +286,65 @@ def analyze(text: str, imported: set[str], module: str) -> list[dict]:
     return records
 
 
+#: Commands after which the same text can elaborate to another term: notation, macros, syntax and
+#: elaborators, instances, section variables, attributes (lean4 src/Lean/Parser/Command.lean,
+#: src/Lean/Parser/Syntax.lean). The double keys a statement by its text (`term_key`), which is
+#: sound only while the text means what it meant in the trusted modules.
+REINTERPRETING = (
+    "notation", "infix", "infixl", "infixr", "prefix", "postfix", "macro", "macro_rules", "syntax",
+    "elab", "elab_rules", "instance", "attribute", "variable", "declare_syntax_cat",
+    "binder_predicate", "unif_hint", "class", "deriving", "local", "scoped",
+)  # fmt: skip
+#: Attributes that make a declaration change elaboration (an instance, a coercion, a macro, ...).
+REINTERPRETING_ATTRIBUTE_RE = re.compile(
+    r"\b(instance|default_instance|coe|macro|term_elab|command_elab|tactic|delab|app_unexpander)\b"
+)
+
+
+def reinterprets(line: str) -> bool:
+    """Whether a top-level command (its first line, comments blanked) can change what later text
+    elaborates to (`REINTERPRETING`): stricter than Lean, which may leave a statement unchanged."""
+    if any(REINTERPRETING_ATTRIBUTE_RE.search(a) for a in re.findall(r"@\[([^\]]*)\]", line)):
+        return True
+    words = re.sub(r"^(?:@\[[^\]]*\]\s*)+", "", line.strip()).split()
+    while words and words[0] in MODIFIERS:
+        words = words[1:]
+    return bool(words) and words[0] in REINTERPRETING
+
+
 def owned_directives(raw: list[str], header: int) -> list[str]:
     """The `-- double: judge` lines written immediately before the declaration whose header is
-    line `header` (other `-- double:` lines and `set_option ... in` lines may sit between): they
-    belong to that declaration, so the exporter carries them only with it (../README.md)."""
+    line `header`: they belong to that declaration, so the exporter carries them only with it
+    (../README.md). Between them and the header may sit other `-- double:` lines, `set_option ...
+    in` lines, attribute lines (`@[simp]`) and a doc or block comment: Lean's grammar makes the doc
+    comment and the attributes part of the declaration (`declModifiers`, lean4
+    src/Lean/Parser/Command.lean), `set_option ... in` wraps it (`«in»`, same file), and a block
+    comment is whitespace (`whitespace`, src/Lean/Parser/Basic.lean). A `/-!` module doc is a
+    command of its own, so it ends the walk."""
     out: list[str] = []
     j = header - 1
-    while j >= 0 and (raw[j].startswith("-- double: ") or SET_OPTION_IN_RE.fullmatch(raw[j].strip())):
-        if raw[j].startswith("-- double: judge "):
-            out.insert(0, raw[j][len("-- double: judge ") :])
+    while j >= 0:
+        line = raw[j].strip()
+        if raw[j].startswith("-- double: "):
+            if raw[j].startswith("-- double: judge "):
+                out.insert(0, raw[j][len("-- double: judge ") :])
+        elif SET_OPTION_IN_RE.fullmatch(line) or ATTRIBUTES_LINE_RE.fullmatch(line):
+            pass
+        elif line.endswith("-/") and not line.startswith("--"):
+            k = j  # the comment's first line
+            while k >= 0 and not raw[k].lstrip().startswith("/-"):
+                k -= 1
+            if k < 0 or raw[k].lstrip().startswith("/-!"):
+                break
+            j = k
+        else:
+            break
         j -= 1
     return out
 
 
 SET_OPTION_IN_RE = re.compile(r"set_option \S+ \S+ in")
+ATTRIBUTES_LINE_RE = re.compile(r"@\[[^\]]*\]")
 
 #: One token of a term's text: an identifier, a numeral, an ASCII spelling of an operator Lean's
 #: notation also writes in Unicode, or any other single character.
@@ -342,7 +392,9 @@ def record(keyword: str, name: str, body_text: str, scope: Scope) -> dict:
             "stmt": stated if stated is not None else head,
             "mentions": mentions(head, scope, name),
         }
-        if stated is not None:  # a binder list before the colon is not modelled: keyed by name
+        # Keyed by name (below) when binders precede the colon (not modelled), or when the
+        # module may have given the text another meaning (`reinterprets`).
+        if stated is not None and scope.text_keys:
             rec["type"]["key"] = term_key(stated, scope)
     if kind != "axiom":
         core = " ".join(body.split())
@@ -353,7 +405,7 @@ def record(keyword: str, name: str, body_text: str, scope: Scope) -> dict:
             rec["value"] = {"ident": single}
         else:
             rec["value"] = {"mentions": mentions(body, scope, name)}
-            if kind == "def" and stated is not None and not head.startswith("("):
+            if kind == "def" and stated is not None and not head.startswith("(") and scope.text_keys:
                 # A definition without parameters (a `def Spec : Prop := …`): its value is the
                 # term its text denotes, so that the double's kernel can unfold it (delta).
                 rec["value"]["key"] = term_key(body, scope)
@@ -1673,14 +1725,13 @@ def olean_statement(
 ) -> list[str]:
     """The olean judge's statement check (step 5, as in export mode): the submission's own
     declarations (its olean's `xdecl` records, in the form the exporter derives) over the trusted
-    environment. [] when the theorem is Spec, or when the double cannot read what it needs (the
-    olean judge's other verdicts stay scripted)."""
+    environment. [] when the theorem is Spec; `n` when the olean records no declaration of that
+    name (bin/lean's `decl` line is a plain text match, which a theorem inside a block comment or
+    under another namespace also meets, while Judge.lean's `find?` misses it: "declares no N").
+    A LeanError (the double cannot read what it needs) propagates: no verdict, never a kinder one."""
     terms = Terms()
-    try:
-        trusted = trusted_env(toolchain_lib, lib, allowed, terms)
-        data = read_olean(olean, "LeanCheckedNetwork.Submission")
-    except LeanError:
-        return []
+    trusted = trusted_env(toolchain_lib, lib, allowed, terms)
+    data = read_olean(olean, "LeanCheckedNetwork.Submission")
     own: dict = {}
     heights: dict = {}
     for rec in data["records"]:
@@ -1689,8 +1740,8 @@ def olean_statement(
         except (KeyError, TypeError, AttributeError):
             continue
     thm = own.get(name_of(thm_text))
-    if thm is None:
-        return []
+    if thm is None or thm.get("kind") != "thm":
+        return ["n"]
 
     def lookup(n: tuple) -> dict | None:
         return trusted.get(n) or own.get(n)
@@ -1828,7 +1879,12 @@ def main(argv: list[str]) -> int:
         return 0
     if cmd == "olean-statement":
         olean, thm, spec, check, toolchain_lib, lib = args[:6]
-        for line in olean_statement(olean, thm, spec, check, toolchain_lib, lib, args[6:]):
+        try:
+            lines = olean_statement(olean, thm, spec, check, toolchain_lib, lib, args[6:])
+        except LeanError as exc:
+            sys.stderr.write(f"uncaught exception: {exc}\n")
+            return 1
+        for line in lines:
             sys.stdout.buffer.write(line.encode("utf-8", "replace") + b"\n")
         return 0
     if cmd == "judge-export":
