@@ -996,7 +996,14 @@ def test_a_directive_above_a_doc_comment_or_attribute_line_belongs_to_the_declar
     # lean4 src/Lean/Parser/Command.lean): a directive above them describes that declaration, so
     # it rides in the export when the declaration is in the closure, as on the olean route.
     row = row_lemma_name(P, 1)
-    betweens = ("/-- A row. -/\n", "@[simp]\n", "set_option maxHeartbeats 0 in\n/-- A\n  row. -/\n")
+    # A blank line and a line comment are whitespace to Lean too (`whitespace`, src/Lean/Parser/Basic.lean).
+    betweens = (
+        "/-- A row. -/\n",
+        "@[simp]\n",
+        "set_option maxHeartbeats 0 in\n/-- A\n  row. -/\n",
+        "\n",
+        "-- a note\n\n",
+    )
     for n, between in enumerate(betweens):
         text = submission().replace(
             f"set_option maxHeartbeats 0 in\ntheorem {row} ",
@@ -1040,3 +1047,24 @@ def test_a_statement_after_a_reinterpreting_command_is_not_keyed_by_its_text(
     assert (v["verdict"], v["theorem_kind"]) == ("statement", "theorem")
     olean = verdict_of(run_judge(verdict_dir(tmp_path, pkg, None), OLEAN_SOURCE))
     assert olean["verdict"] == "statement"
+
+
+def test_a_lemma_fails_the_build_as_core_lean_has_no_lemma_command(tmp_path: Path) -> None:
+    # lean4's own tests/lean/run/lemma.lean defines `lemma` by a macro first: core has none, so rc2
+    # stops at it. The double used to record it as a theorem and build.
+    text = reference_submission(P).replace(f"theorem {THEOREM} ", f"lemma {THEOREM} ", 1)
+    with pytest.raises(AssertionError, match="unexpected identifier; expected command"):
+        build(tmp_path, text)
+
+
+def test_an_ambiguous_short_name_is_not_resolved_to_either_candidate(tmp_path: Path) -> None:
+    # With a root `Spec` of the submission's own and `open LeanCheckedNetwork.Net`, `Spec` names two
+    # constants (`resolveGlobalName`, src/Lean/ResolveName.lean): the double must not pick the
+    # trusted one and match the statement; the same text without the root `Spec` still matches.
+    net = "open LeanCheckedNetwork.Net\n\n"
+    own = "def Spec : Prop := True\n\n"
+    stated = f"theorem {THEOREM} : Spec := by\n  sorry\n"
+    plain = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + net + stated, name="plain")
+    clash = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + own + net + stated, name="clash")
+    assert judged(tmp_path, plain, exported(plain))["verdict"] != "statement"
+    assert judged(tmp_path, clash, exported(clash))["verdict"] == "statement"

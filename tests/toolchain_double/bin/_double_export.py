@@ -84,7 +84,9 @@ def is_double_name(n: tuple) -> bool:
 
 IDENT = r"[A-Za-z_\u0370-\u03ff\u1f00-\u1fff][A-Za-z0-9_'!?\u0370-\u03ff\u2080-\u209c\u1f00-\u1fff]*"
 IDENT_RE = re.compile(rf"{IDENT}(?:\.{IDENT})*")
-DECL_KEYWORDS = ("theorem", "lemma", "def", "abbrev", "axiom")
+#: No `lemma`: core Lean has no such command (lean4's own tests/lean/run/lemma.lean defines it by a
+#: macro; Mathlib and Batteries add it), so bin/lean fails a build that uses it, as rc2's parser does.
+DECL_KEYWORDS = ("theorem", "def", "abbrev", "axiom")
 MODIFIERS = ("private", "protected", "noncomputable", "partial", "unsafe", "nonrec")
 #: What the double's Init "declares": its fixed builtins (canonical forms below).
 BUILTIN_NAMES = (
@@ -202,11 +204,17 @@ class Scope:
         token = ALIASES.get(token, token)
         if token.startswith("_root_."):
             return self.lookup(token[len("_root_.") :])
-        for pre in [*self.prefixes(), *self.opened]:
+        # As `ResolveName.resolveGlobalName` (lean4 src/Lean/ResolveName.lean): the innermost
+        # namespace holding the name wins; otherwise the root and every `open` namespace are
+        # candidates together, and two different ones are ambiguous. Lean may still pick one by
+        # elaborating each (overloads); the double leaves it unresolved, which is stricter.
+        for pre in self.prefixes():
             found = self.lookup(f"{pre}.{token}")
             if found is not None:
                 return found
-        return self.lookup(token)
+        candidates = {self.lookup(token), *(self.lookup(f"{pre}.{token}") for pre in self.opened)}
+        candidates.discard(None)
+        return candidates.pop() if len(candidates) == 1 else None
 
     def mention(self, token: str) -> str | None:
         """The known constant a token names: itself, or (field notation `c.elim`) its longest
@@ -234,7 +242,7 @@ def mentions(text: str, scope: Scope, own: str) -> list[str]:
 
 
 def analyze(text: str, imported: set[str], module: str) -> list[dict]:
-    """Every theorem/lemma/def/abbrev/axiom of a module: its name, its stated type (a single
+    """Every theorem/def/abbrev/axiom of a module: its name, its stated type (a single
     known identifier, or the text and the known constants it mentions) and its value (a single
     known identifier, or the known constants the body mentions). A `private` declaration of
     `module` is named `_private.<module>.0.<name>`, as Lean names it (`mkPrivateName`, lean4
@@ -316,11 +324,11 @@ def owned_directives(raw: list[str], header: int) -> list[str]:
     """The `-- double: judge` lines written immediately before the declaration whose header is
     line `header`: they belong to that declaration, so the exporter carries them only with it
     (../README.md). Between them and the header may sit other `-- double:` lines, `set_option ...
-    in` lines, attribute lines (`@[simp]`) and a doc or block comment: Lean's grammar makes the doc
-    comment and the attributes part of the declaration (`declModifiers`, lean4
-    src/Lean/Parser/Command.lean), `set_option ... in` wraps it (`«in»`, same file), and a block
-    comment is whitespace (`whitespace`, src/Lean/Parser/Basic.lean). A `/-!` module doc is a
-    command of its own, so it ends the walk."""
+    in` lines, attribute lines (`@[simp]`), blank lines, line comments and a doc or block
+    comment: Lean's grammar makes the doc comment and the attributes part of the declaration
+    (`declModifiers`, lean4 src/Lean/Parser/Command.lean), `set_option ... in` wraps it
+    (`«in»`, same file), and comments and blank lines are whitespace (`whitespace`,
+    src/Lean/Parser/Basic.lean). A `/-!` module doc is a command of its own, so it ends the walk."""
     out: list[str] = []
     j = header - 1
     while j >= 0:
@@ -330,6 +338,8 @@ def owned_directives(raw: list[str], header: int) -> list[str]:
                 out.insert(0, raw[j][len("-- double: judge ") :])
         elif SET_OPTION_IN_RE.fullmatch(line) or ATTRIBUTES_LINE_RE.fullmatch(line):
             pass
+        elif not line or line.startswith("--"):
+            pass  # a blank line or a line comment is whitespace to Lean (same `whitespace`)
         elif line.endswith("-/") and not line.startswith("--"):
             k = j  # the comment's first line
             while k >= 0 and not raw[k].lstrip().startswith("/-"):
@@ -378,7 +388,7 @@ def record(keyword: str, name: str, body_text: str, scope: Scope) -> dict:
         cut = alt.start()
     head = " ".join(body_text[:cut].split())
     body = body_text[cut + 2 :] if cut == assign else body_text[cut:]
-    kind = {"theorem": "thm", "lemma": "thm", "axiom": "axiom"}.get(keyword, "def")
+    kind = {"theorem": "thm", "axiom": "axiom"}.get(keyword, "def")
     rec: dict = {"kind": kind, "src": keyword, "name": name}
     stated = head[1:].strip() if head.startswith(":") else None
     if (
