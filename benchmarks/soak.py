@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers import double_config, grade_task, processes_with, submission  # noqa: E402
 
+from lean_mod_add_proof.grading import workdirs  # noqa: E402
 from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 from lean_mod_add_proof.grading.result import GradeResult  # noqa: E402
 
@@ -163,6 +164,7 @@ async def soak(args: argparse.Namespace, tmp: Path, console: Console) -> tuple[C
 
 def leftovers(tmp: Path, fds_before: int, threads_before: int) -> dict[str, int]:
     time.sleep(0.5)
+    workdirs.wait_reaped(timeout=30)  # queued grade-directory removals (none is abandoned)
     work = tmp / "work"
     cache = tmp / "cache"
     return {
