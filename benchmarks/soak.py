@@ -162,6 +162,11 @@ async def soak(args: argparse.Namespace, tmp: Path, console: Console) -> tuple[C
     return outcomes, wrong, time.perf_counter() - started
 
 
+def grader_threads() -> int:
+    """Live threads, without the grade-directory reaper's fixed pool (`workdirs.reap_later`)."""
+    return sum(not t.name.startswith(workdirs.REAPER_THREAD_PREFIX) for t in threading.enumerate())
+
+
 def leftovers(tmp: Path, fds_before: int, threads_before: int) -> dict[str, int]:
     time.sleep(0.5)
     workdirs.wait_reaped(timeout=30)  # queued grade-directory removals (none is abandoned)
@@ -172,7 +177,7 @@ def leftovers(tmp: Path, fds_before: int, threads_before: int) -> dict[str, int]
         "grade directories": len(list(work.iterdir())) if work.exists() else 0,
         "cache temp directories": len([p for p in cache.glob(".*")]) if cache.exists() else 0,
         "file descriptors (delta)": max(0, len(os.listdir("/proc/self/fd")) - fds_before),
-        "threads (delta)": max(0, threading.active_count() - threads_before),
+        "threads (delta)": max(0, grader_threads() - threads_before),
     }
 
 
@@ -196,7 +201,7 @@ async def guarded(args: argparse.Namespace, tmp: Path, console: Console) -> tupl
 
 def one_run(args: argparse.Namespace, console: Console) -> dict[str, object]:
     SLOWEST.clear()
-    fds_before, threads_before = len(os.listdir("/proc/self/fd")), threading.active_count()
+    fds_before, threads_before = len(os.listdir("/proc/self/fd")), grader_threads()
     with tempfile.TemporaryDirectory(prefix="lmap-soak-") as tmpdir:
         tmp = Path(tmpdir)
         try:

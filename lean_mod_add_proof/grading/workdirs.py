@@ -492,6 +492,9 @@ def remove_tree(path: Path) -> bool:
 #: own directory before it returns (so a slow disk bounds the backlog instead of filling up).
 REAP_BACKLOG = 64
 _REAP_THREADS = 2
+#: The reaper threads' name prefix: a fixed pool of `_REAP_THREADS` per process, not per grade
+#: (a leak check counts threads without them).
+REAPER_THREAD_PREFIX = "lmap-reaper"
 _reaper: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
 _reaping: set[concurrent.futures.Future[bool]] = set()
 _reaper_lock = threading.Lock()
@@ -501,7 +504,7 @@ def _reaper_pool() -> concurrent.futures.ThreadPoolExecutor:
     """This process's reaper threads (a forked child makes its own: threads do not survive fork)."""
     global _reaper
     if _reaper is None or _reaper[0] != os.getpid():
-        _reaper = (os.getpid(), concurrent.futures.ThreadPoolExecutor(_REAP_THREADS, "lmap-reaper"))
+        _reaper = (os.getpid(), concurrent.futures.ThreadPoolExecutor(_REAP_THREADS, REAPER_THREAD_PREFIX))
         _reaping.clear()
     return _reaper[1]
 
