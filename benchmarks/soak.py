@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers import double_config, grade_task, processes_with, submission  # noqa: E402
 
+from lean_mod_add_proof.grading import workdirs  # noqa: E402
 from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 from lean_mod_add_proof.grading.result import GradeResult  # noqa: E402
 
@@ -161,8 +162,14 @@ async def soak(args: argparse.Namespace, tmp: Path, console: Console) -> tuple[C
     return outcomes, wrong, time.perf_counter() - started
 
 
+def grader_threads() -> int:
+    """Live threads, without the grade-directory reaper's fixed pool (`workdirs.reap_later`)."""
+    return sum(not t.name.startswith(workdirs.REAPER_THREAD_PREFIX) for t in threading.enumerate())
+
+
 def leftovers(tmp: Path, fds_before: int, threads_before: int) -> dict[str, int]:
     time.sleep(0.5)
+    workdirs.wait_reaped(timeout=30)  # queued grade-directory removals (none is abandoned)
     work = tmp / "work"
     cache = tmp / "cache"
     return {
@@ -170,7 +177,7 @@ def leftovers(tmp: Path, fds_before: int, threads_before: int) -> dict[str, int]
         "grade directories": len(list(work.iterdir())) if work.exists() else 0,
         "cache temp directories": len([p for p in cache.glob(".*")]) if cache.exists() else 0,
         "file descriptors (delta)": max(0, len(os.listdir("/proc/self/fd")) - fds_before),
-        "threads (delta)": max(0, threading.active_count() - threads_before),
+        "threads (delta)": max(0, grader_threads() - threads_before),
     }
 
 
@@ -194,7 +201,7 @@ async def guarded(args: argparse.Namespace, tmp: Path, console: Console) -> tupl
 
 def one_run(args: argparse.Namespace, console: Console) -> dict[str, object]:
     SLOWEST.clear()
-    fds_before, threads_before = len(os.listdir("/proc/self/fd")), threading.active_count()
+    fds_before, threads_before = len(os.listdir("/proc/self/fd")), grader_threads()
     with tempfile.TemporaryDirectory(prefix="lmap-soak-") as tmpdir:
         tmp = Path(tmpdir)
         try:

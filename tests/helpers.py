@@ -23,6 +23,7 @@ from lean_mod_add_proof.dataset.tasks import (
     task_id,
 )
 from lean_mod_add_proof.dataset.weights_lean import render_weights_lean
+from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.grader import GradeTask, grade
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult
 from lean_mod_add_proof.grading.sandbox import probe_sandbox
@@ -214,6 +215,8 @@ def marker() -> str:
 
 
 def work_dirs(tmp_path: Path) -> list[Path]:
+    """What is left under the work root once the grader's queued removals have ended."""
+    assert workdirs.wait_reaped(timeout=30), "a grade directory's queued removal did not end"
     root = tmp_path / "work"
     return list(root.iterdir()) if root.exists() else []
 

@@ -744,3 +744,21 @@ async def test_a_flood_of_empty_files_stops_at_the_file_cap(tmp_path: Path, sand
     assert fine.limit_exceeded is None and fine.record.exit_code == 0, fine
     used, entries = process.disk_and_entries([other])
     assert entries > 3000 and used >= 3000 * process.ENTRY_MIN_BYTES
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("nr_free_pages 5\noom_kill 12\nnr_foo 3\n", 12),
+        ("oom_kill 7\nnr_free_pages 5\n", 7),  # the first line
+        ("nr_free_pages 5\noom_kill 9", 9),  # the last line, no newline
+        ("nr_free_pages 5\noom_kill_other 4\n", None),  # another counter's name starts the same
+        ("nr_free_pages 5\n", None),  # a kernel before 4.13
+        ("oom_kill x\n", None),
+    ],
+)
+def test_the_oom_kill_counter_is_read_from_vmstat(tmp_path: Path, text: str, expected: int | None) -> None:
+    vmstat = tmp_path / "vmstat"
+    vmstat.write_text(text)
+    assert process.oom_kill_count(str(vmstat)) == expected
+    assert process.oom_kill_count(str(tmp_path / "missing")) is None

@@ -455,3 +455,46 @@ def test_a_pinned_entry_copies_through_its_descriptor(tmp_path: Path) -> None:
             assert (tmp_path / f"copy{n}" / "d" / "f").read_bytes() == b"bytes"
     finally:
         os.close(fd)
+
+
+# ---- a finished grade's directory, removed by the reaper threads ---------------------------------
+
+
+async def test_a_queued_removal_ends_and_is_counted_until_then(tmp_path: Path) -> None:
+    """`remove_grade_dir` returns before the tree is gone; `wait_reaped` waits for it."""
+    trees = [tmp_path / f"grade{i}" for i in range(4)]
+    for tree in trees:
+        make_tree(tree, files=200, size=4 << 10)
+    for tree in trees:
+        await workdirs.remove_grade_dir(tree)
+    assert workdirs.wait_reaped(timeout=30)
+    assert [t for t in trees if t.exists()] == []
+
+
+async def test_past_the_backlog_a_grade_removes_its_own_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full backlog (here: no room at all) or no reaper thread: the grade removes it itself,
+    so it is gone when `remove_grade_dir` returns."""
+    tree = tmp_path / "grade"
+    make_tree(tree, files=20, size=1 << 10)
+    monkeypatch.setattr(workdirs, "REAP_BACKLOG", 0)
+    assert workdirs.reap_later(tree) is False
+    await workdirs.remove_grade_dir(tree)
+    assert not tree.exists()
+
+
+def test_queued_removals_end_before_the_interpreter_exits(tmp_path: Path) -> None:
+    """Nothing queued is abandoned at a normal exit (the executor's threads are joined after
+    their queue is empty), even when the process exits right after queueing."""
+    trees = [tmp_path / f"grade{i}" for i in range(8)]
+    for tree in trees:
+        make_tree(tree, files=100, size=4 << 10)
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from lean_mod_add_proof.grading import workdirs\n"
+        "queued = [workdirs.reap_later(Path(p)) for p in sys.argv[1:]]\n"
+        "assert all(queued), queued\n"
+    )
+    subprocess.run([sys.executable, "-c", code, *map(str, trees)], check=True, timeout=60)
+    assert [t for t in trees if t.exists()] == []

@@ -1300,8 +1300,9 @@ async def _grade_body(
         g.release_entry()
         try:
             if g.grade_dir is not None and not config.keep_packages:
-                # Off the loop; on cancellation it is still waited for (or done synchronously).
-                await workdirs.remove_tree_off_loop(g.grade_dir)
+                # Queued for the reaper threads (the result does not wait for it; why that is
+                # safe: `workdirs.reap_later`), or, past the backlog, removed here off the loop.
+                await workdirs.remove_grade_dir(g.grade_dir)
         finally:
             g.result.grader_seconds = round(time.monotonic() - started, 4)
 

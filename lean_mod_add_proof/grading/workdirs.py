@@ -22,6 +22,7 @@ by an older version) and an owner in another pid namespace are left alone.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import errno
 import fcntl
@@ -483,3 +484,68 @@ def remove_tree(path: Path) -> bool:
             with contextlib.suppress(OSError):
                 os.unlink(path)
     return not os.path.lexists(path)
+
+
+# ---- removing a finished grade's directory off the grade's critical path ------------------------
+
+#: Grade directories queued for removal but not yet removed; past this many, a grade removes its
+#: own directory before it returns (so a slow disk bounds the backlog instead of filling up).
+REAP_BACKLOG = 64
+_REAP_THREADS = 2
+#: The reaper threads' name prefix: a fixed pool of `_REAP_THREADS` per process, not per grade
+#: (a leak check counts threads without them).
+REAPER_THREAD_PREFIX = "lmap-reaper"
+_reaper: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+_reaping: set[concurrent.futures.Future[bool]] = set()
+_reaper_lock = threading.Lock()
+
+
+def _reaper_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """This process's reaper threads (a forked child makes its own: threads do not survive fork)."""
+    global _reaper
+    if _reaper is None or _reaper[0] != os.getpid():
+        _reaper = (os.getpid(), concurrent.futures.ThreadPoolExecutor(_REAP_THREADS, REAPER_THREAD_PREFIX))
+        _reaping.clear()
+    return _reaper[1]
+
+
+def reap_later(path: Path) -> bool:
+    """Queue `remove_tree(path)` on the reaper threads and return at once; False (nothing queued)
+    when the backlog is full or no thread can take it (the interpreter is shutting down): the
+    caller then removes it itself. Safe for a *finished* grade's directory: its verdict is already
+    decided, its processes have ended, nothing reads the directory again (each grade gets a fresh
+    0o700 one with a random name), and it keeps its owner record, so if this process dies before
+    the removal `sweep_dead` removes it at the next start. Nothing is left at a normal exit:
+    `concurrent.futures` joins an executor's threads at interpreter exit after they have run every
+    queued item (CPython Lib/concurrent/futures/thread.py, `_python_exit` and `_worker`)."""
+    with _reaper_lock:
+        if len(_reaping) >= REAP_BACKLOG:
+            return False
+        try:
+            fut = _reaper_pool().submit(remove_tree, path)
+        except RuntimeError:  # "cannot schedule new futures after (interpreter) shutdown"
+            return False
+        _reaping.add(fut)
+    fut.add_done_callback(_reaped)
+    return True
+
+
+def _reaped(fut: concurrent.futures.Future[bool]) -> None:
+    with _reaper_lock:
+        _reaping.discard(fut)
+
+
+async def remove_grade_dir(path: Path) -> None:
+    """Remove a finished grade's directory: queued (`reap_later`) when the backlog allows, else
+    here, off the loop (`remove_tree_off_loop`)."""
+    if not reap_later(path):
+        await remove_tree_off_loop(path)
+
+
+def wait_reaped(timeout: float | None = None) -> bool:
+    """Block until every removal queued so far has ended (for a caller about to count what is left
+    on disk: tests, benchmarks, a shutdown); True when none is still pending."""
+    with _reaper_lock:
+        pending = set(_reaping)
+    _, not_done = concurrent.futures.wait(pending, timeout=timeout)
+    return not not_done
