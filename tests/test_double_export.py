@@ -1068,3 +1068,27 @@ def test_an_ambiguous_short_name_is_not_resolved_to_either_candidate(tmp_path: P
     clash = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + own + net + stated, name="clash")
     assert judged(tmp_path, plain, exported(plain))["verdict"] != "statement"
     assert judged(tmp_path, clash, exported(clash))["verdict"] == "statement"
+
+
+# ---- independent review (review2, 2026-12-04): the lemma check missed forms --------------------
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "set_option maxHeartbeats 0 in\npartial lemma {row} ",
+        "set_option maxHeartbeats 0 in lemma {row} ",
+        "set_option maxHeartbeats 0 in\nlemma\t{row} ",
+        "set_option maxHeartbeats 0 in\n/-- A row. -/ lemma {row} ",
+        "set_option maxHeartbeats 0 in\n  @[simp] protected lemma {row} ",
+    ],
+)
+def test_a_lemma_in_any_form_fails_the_build(tmp_path: Path, header: str) -> None:
+    # Core has no `lemma` (lean4 tests/lean/run/lemma.lean defines it first), whatever precedes it.
+    # The old line grep missed these forms, and `analyze` no longer records a lemma: the double
+    # built the text and a `sorry` in the lemma vanished from the export (accepted, no sorryAx).
+    row = row_lemma_name(P, 1)
+    text = reference_submission(P).replace(f"set_option maxHeartbeats 0 in\ntheorem {row} ", header.format(row=row))
+    assert header.format(row=row) in text
+    with pytest.raises(AssertionError, match="unexpected identifier; expected command"):
+        build(tmp_path, text)

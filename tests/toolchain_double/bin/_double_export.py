@@ -144,6 +144,27 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
+#: A command beginning with `lemma`, after what may precede a declaration keyword on its line
+#: (attributes, `set_option … in`, modifiers; a doc comment is blanked by `strip_comments`), at
+#: any column, as Lean commands may be indented. Core has no `lemma` command (lean4
+#: src/Lean/Parser/Command.lean `declaration` lists none; tests/lean/run/lemma.lean defines one by a
+#: macro first), so rc2's parser stops there. Stricter than Lean only where a line of a term
+#: starts with a variable or a definition the submission itself named `lemma`.
+LEMMA_COMMAND_RE = re.compile(
+    r"\s*(?:@\[[^\]]*\]\s*|set_option\s+\S+\s+\S+\s+in\s+|(?:"
+    + "|".join(MODIFIERS)
+    + r")\s+)*lemma(?:\s|$)"
+)
+
+
+def lemma_command_line(text: str) -> int | None:
+    """The 1-based line of the first `lemma` command (`LEMMA_COMMAND_RE`), comments blanked."""
+    for n, line in enumerate(strip_comments(text).split("\n"), 1):
+        if LEMMA_COMMAND_RE.match(line):
+            return n
+    return None
+
+
 def split_header(line: str) -> tuple[str, str, str, bool] | None:
     """(keyword, name, rest, private) when `line` starts a declaration the double records."""
     s = line
@@ -1867,6 +1888,9 @@ def main(argv: list[str]) -> int:
                 text = f.read()
             # The module's name as bin/lean derives it from the source path.
             module = src[: -len(".lean")].replace("/", ".") if src.endswith(".lean") else ""
+            lemma_at = lemma_command_line(text)
+            if lemma_at is not None:  # bin/lean fails the build there
+                print(f"xlemma {lemma_at}")
             for rec in analyze(text, known_names(oleans), module):
                 print("xdecl " + json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
         except Exception as exc:  # the build must not fail on the double's own reading
