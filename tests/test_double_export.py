@@ -1088,7 +1088,8 @@ def test_a_lemma_in_any_form_fails_the_build(tmp_path: Path, header: str) -> Non
     # The old line grep missed these forms, and `analyze` no longer records a lemma: the double
     # built the text and a `sorry` in the lemma vanished from the export (accepted, no sorryAx).
     row = row_lemma_name(P, 1)
-    text = reference_submission(P).replace(f"set_option maxHeartbeats 0 in\ntheorem {row} ", header.format(row=row))
-    assert header.format(row=row) in text
+    written = header.format(row=row)
+    text = reference_submission(P).replace(f"set_option maxHeartbeats 0 in\ntheorem {row} ", written)
+    assert written in text
     with pytest.raises(AssertionError, match="unexpected identifier; expected command"):
         build(tmp_path, text)

@@ -151,9 +151,7 @@ def strip_comments(text: str) -> str:
 #: macro first), so rc2's parser stops there. Stricter than Lean only where a line of a term
 #: starts with a variable or a definition the submission itself named `lemma`.
 LEMMA_COMMAND_RE = re.compile(
-    r"\s*(?:@\[[^\]]*\]\s*|set_option\s+\S+\s+\S+\s+in\s+|(?:"
-    + "|".join(MODIFIERS)
-    + r")\s+)*lemma(?:\s|$)"
+    r"\s*(?:@\[[^\]]*\]\s*|set_option\s+\S+\s+\S+\s+in\s+|(?:" + "|".join(MODIFIERS) + r")\s+)*lemma(?:\s|$)"
 )
 
 
