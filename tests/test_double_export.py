@@ -1061,9 +1061,11 @@ def test_an_ambiguous_short_name_is_not_resolved_to_either_candidate(tmp_path: P
     # With a root `Spec` of the submission's own and `open LeanCheckedNetwork.Net`, `Spec` names two
     # constants (`resolveGlobalName`, src/Lean/ResolveName.lean): the double must not pick the
     # trusted one and match the statement; the same text without the root `Spec` still matches.
+    # `_root_.` (review2): without it the theorem's own namespace `LeanCheckedNetwork.Net` holds
+    # `Spec` and wins in Lean (`expandDeclNamespace?`, src/Lean/Elab/Declaration.lean).
     net = "open LeanCheckedNetwork.Net\n\n"
     own = "def Spec : Prop := True\n\n"
-    stated = f"theorem {THEOREM} : Spec := by\n  sorry\n"
+    stated = f"theorem _root_.{THEOREM} : Spec := by\n  sorry\n"
     plain = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + net + stated, name="plain")
     clash = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + own + net + stated, name="clash")
     assert judged(tmp_path, plain, exported(plain))["verdict"] != "statement"
@@ -1093,3 +1095,18 @@ def test_a_lemma_in_any_form_fails_the_build(tmp_path: Path, header: str) -> Non
     assert written in text
     with pytest.raises(AssertionError, match="unexpected identifier; expected command"):
         build(tmp_path, text)
+
+
+def test_a_declarations_own_namespace_resolves_its_names_first(tmp_path: Path) -> None:
+    # `theorem A.B.t : X` is elaborated as `namespace A.B theorem t : X end` (`expandDeclNamespace?`,
+    # lean4 src/Lean/Elab/Declaration.lean), and the innermost namespace holding a name wins
+    # (`resolveUsingNamespace`, src/Lean/ResolveName.lean). So with the submission's own
+    # `LeanCheckedNetwork.Net.LeanCheckedNetwork.Net.Spec`, the theorem's written
+    # `LeanCheckedNetwork.Net.Spec` is that one in Lean, not the trusted Spec: a wrong statement.
+    # The double resolved it at the root (trusted) and matched.
+    own = f"def LeanCheckedNetwork.Net.{SPEC} : Prop := True\n\n"
+    stated = f"theorem {THEOREM} : {SPEC} := by\n  sorry\n"
+    plain = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + stated, name="plain")
+    shadowed = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + own + stated, name="shadowed")
+    assert judged(tmp_path, plain, exported(plain))["verdict"] == "ok"
+    assert judged(tmp_path, shadowed, exported(shadowed))["verdict"] == "statement"

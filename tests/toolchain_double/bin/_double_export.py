@@ -302,7 +302,13 @@ def analyze(text: str, imported: set[str], module: str) -> list[dict]:
             i += 1
         written = scope.full_name(short)
         name = f"_private.{module}.0.{written}" if private and module else written
+        # `theorem Foo.Bla.f` is elaborated as `namespace Foo.Bla theorem f … end`
+        # (`expandDeclNamespace?`, lean4 src/Lean/Elab/Declaration.lean; none for `_root_.`), so
+        # its own text resolves names in `Foo.Bla` first (`resolveUsingNamespace`).
+        decl_ns = "" if short.startswith("_root_.") else short.rpartition(".")[0]
+        scope.namespaces.append(decl_ns)
         rec = record(keyword, name, "\n".join(block), scope)
+        scope.namespaces.pop()
         owned = owned_directives(raw, i - len(block))
         if owned:
             rec["judge"] = owned
