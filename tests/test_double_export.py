@@ -1110,3 +1110,20 @@ def test_a_declarations_own_namespace_resolves_its_names_first(tmp_path: Path) -
     shadowed = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + own + stated, name="shadowed")
     assert judged(tmp_path, plain, exported(plain))["verdict"] == "ok"
     assert judged(tmp_path, shadowed, exported(shadowed))["verdict"] == "statement"
+
+
+def test_both_candidates_of_an_ambiguous_name_are_in_the_closure(tmp_path: Path) -> None:
+    # `helper` names the root `helper` and, through `open`, `LeanCheckedNetwork.Net.helper`
+    # (`resolveGlobalName`, src/Lean/ResolveName.lean): Lean keeps whichever elaborates (here both
+    # do, an ambiguity error). The double dropped both from the closure, so the directive on the
+    # root one vanished from the export and it was accepted; now both are in it (stricter).
+    helpers = (
+        "-- double: judge replay-fail (kernel) boom\ntheorem helper : True := trivial\n\n"
+        "theorem LeanCheckedNetwork.Net.helper : True := trivial\n\nopen LeanCheckedNetwork.Net\n\n"
+    )
+    text = reference_submission(P).replace(f"theorem {THEOREM} ", helpers + f"theorem _root_.{THEOREM} ", 1)
+    text = text.replace("  intro a ha\n", "  have _h := helper\n  intro a ha\n", 1)
+    assert "have _h" in text and "_root_." in text
+    pkg = build(tmp_path, text)
+    v = judged(tmp_path, pkg, exported(pkg))
+    assert (v["verdict"], v["reason"]) == ("replay", "the kernel rejected the submission: (kernel) boom")

@@ -219,33 +219,47 @@ class Scope:
         ns = ".".join(p for p in self.namespaces if p)
         return f"{ns}.{name}" if ns else name
 
-    def exact(self, token: str) -> str | None:
+    def candidates(self, token: str) -> list[str]:
+        """What `ResolveName.resolveGlobalName` (lean4 src/Lean/ResolveName.lean) finds for a
+        token: the innermost namespace holding it (`resolveUsingNamespace`), else for a dotted
+        token the root constant alone (`resolveExact`), else the root and every `open` namespace
+        together (`resolveOpenDecls`)."""
         token = ALIASES.get(token, token)
         if token.startswith("_root_."):
-            return self.lookup(token[len("_root_.") :])
-        # As `ResolveName.resolveGlobalName` (lean4 src/Lean/ResolveName.lean): the innermost
-        # namespace holding the name wins; otherwise the root and every `open` namespace are
-        # candidates together, and two different ones are ambiguous. Lean may still pick one by
-        # elaborating each (overloads); the double leaves it unresolved, which is stricter.
+            found = self.lookup(token[len("_root_.") :])
+            return [] if found is None else [found]
         for pre in self.prefixes():
             found = self.lookup(f"{pre}.{token}")
             if found is not None:
-                return found
-        candidates = {self.lookup(token), *(self.lookup(f"{pre}.{token}") for pre in self.opened)}
-        candidates.discard(None)
-        return candidates.pop() if len(candidates) == 1 else None
+                return [found]
+        found = self.lookup(token) if "." in token else None
+        if found is not None:
+            return [found]
+        out: list[str] = []
+        for found in (self.lookup(token), *(self.lookup(f"{pre}.{token}") for pre in self.opened)):
+            if found is not None and found not in out:
+                out.append(found)
+        return out
 
-    def mention(self, token: str) -> str | None:
-        """The known constant a token names: itself, or (field notation `c.elim`) its longest
-        known prefix."""
+    def exact(self, token: str) -> str | None:
+        """The one constant a token names. Two different candidates are ambiguous: Lean may still
+        pick one by elaborating each (overloads); the double leaves it unresolved (its text key
+        then differs), which is stricter."""
+        found = self.candidates(token)
+        return found[0] if len(found) == 1 else None
+
+    def mention(self, token: str) -> list[str]:
+        """The known constants a token may name: its candidates (all of them when ambiguous, so
+        that the closure holds whichever Lean's elaboration keeps: a superset, stricter), or
+        (field notation `c.elim`) those of its longest prefix that names any."""
         while token:
-            found = self.exact(token)
-            if found is not None:
+            found = self.candidates(token)
+            if found:
                 return found
             if "." not in token:
-                return None
+                return []
             token = token.rpartition(".")[0]
-        return None
+        return []
 
 
 def mentions(text: str, scope: Scope, own: str) -> list[str]:
@@ -254,9 +268,9 @@ def mentions(text: str, scope: Scope, own: str) -> list[str]:
         start = m.start()
         if start and (text[start - 1].isalnum() or text[start - 1] in "_'."):
             continue  # inside a numeral or a longer token
-        hit = scope.mention(m.group(0))
-        if hit is not None and hit != own and hit not in found:
-            found.append(hit)
+        for hit in scope.mention(m.group(0)):
+            if hit != own and hit not in found:
+                found.append(hit)
     return found
 
 
