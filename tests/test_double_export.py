@@ -1061,10 +1061,69 @@ def test_an_ambiguous_short_name_is_not_resolved_to_either_candidate(tmp_path: P
     # With a root `Spec` of the submission's own and `open LeanCheckedNetwork.Net`, `Spec` names two
     # constants (`resolveGlobalName`, src/Lean/ResolveName.lean): the double must not pick the
     # trusted one and match the statement; the same text without the root `Spec` still matches.
+    # `_root_.` (review2): without it the theorem's own namespace `LeanCheckedNetwork.Net` holds
+    # `Spec` and wins in Lean (`expandDeclNamespace?`, src/Lean/Elab/Declaration.lean).
     net = "open LeanCheckedNetwork.Net\n\n"
     own = "def Spec : Prop := True\n\n"
-    stated = f"theorem {THEOREM} : Spec := by\n  sorry\n"
+    stated = f"theorem _root_.{THEOREM} : Spec := by\n  sorry\n"
     plain = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + net + stated, name="plain")
     clash = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + own + net + stated, name="clash")
     assert judged(tmp_path, plain, exported(plain))["verdict"] != "statement"
     assert judged(tmp_path, clash, exported(clash))["verdict"] == "statement"
+
+
+# ---- independent review (review2, 2026-12-04): the lemma check missed forms --------------------
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "set_option maxHeartbeats 0 in\npartial lemma {row} ",
+        "set_option maxHeartbeats 0 in lemma {row} ",
+        "set_option maxHeartbeats 0 in\nlemma\t{row} ",
+        "set_option maxHeartbeats 0 in\n/-- A row. -/ lemma {row} ",
+        "set_option maxHeartbeats 0 in\n  @[simp] protected lemma {row} ",
+    ],
+)
+def test_a_lemma_in_any_form_fails_the_build(tmp_path: Path, header: str) -> None:
+    # Core has no `lemma` (lean4 tests/lean/run/lemma.lean defines it first), whatever precedes it.
+    # The old line grep missed these forms, and `analyze` no longer records a lemma: the double
+    # built the text and a `sorry` in the lemma vanished from the export (accepted, no sorryAx).
+    row = row_lemma_name(P, 1)
+    written = header.format(row=row)
+    text = reference_submission(P).replace(f"set_option maxHeartbeats 0 in\ntheorem {row} ", written)
+    assert written in text
+    with pytest.raises(AssertionError, match="unexpected identifier; expected command"):
+        build(tmp_path, text)
+
+
+def test_a_declarations_own_namespace_resolves_its_names_first(tmp_path: Path) -> None:
+    # `theorem A.B.t : X` is elaborated as `namespace A.B theorem t : X end` (`expandDeclNamespace?`,
+    # lean4 src/Lean/Elab/Declaration.lean), and the innermost namespace holding a name wins
+    # (`resolveUsingNamespace`, src/Lean/ResolveName.lean). So with the submission's own
+    # `LeanCheckedNetwork.Net.LeanCheckedNetwork.Net.Spec`, the theorem's written
+    # `LeanCheckedNetwork.Net.Spec` is that one in Lean, not the trusted Spec: a wrong statement.
+    # The double resolved it at the root (trusted) and matched.
+    own = f"def LeanCheckedNetwork.Net.{SPEC} : Prop := True\n\n"
+    stated = f"theorem {THEOREM} : {SPEC} := by\n  sorry\n"
+    plain = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + stated, name="plain")
+    shadowed = build(tmp_path, "import LeanCheckedNetwork.Weights\n\n" + own + stated, name="shadowed")
+    assert judged(tmp_path, plain, exported(plain))["verdict"] == "ok"
+    assert judged(tmp_path, shadowed, exported(shadowed))["verdict"] == "statement"
+
+
+def test_both_candidates_of_an_ambiguous_name_are_in_the_closure(tmp_path: Path) -> None:
+    # `helper` names the root `helper` and, through `open`, `LeanCheckedNetwork.Net.helper`
+    # (`resolveGlobalName`, src/Lean/ResolveName.lean): Lean keeps whichever elaborates (here both
+    # do, an ambiguity error). The double dropped both from the closure, so the directive on the
+    # root one vanished from the export and it was accepted; now both are in it (stricter).
+    helpers = (
+        "-- double: judge replay-fail (kernel) boom\ntheorem helper : True := trivial\n\n"
+        "theorem LeanCheckedNetwork.Net.helper : True := trivial\n\nopen LeanCheckedNetwork.Net\n\n"
+    )
+    text = reference_submission(P).replace(f"theorem {THEOREM} ", helpers + f"theorem _root_.{THEOREM} ", 1)
+    text = text.replace("  intro a ha\n", "  have _h := helper\n  intro a ha\n", 1)
+    assert "have _h" in text and "_root_." in text
+    pkg = build(tmp_path, text)
+    v = judged(tmp_path, pkg, exported(pkg))
+    assert (v["verdict"], v["reason"]) == ("replay", "the kernel rejected the submission: (kernel) boom")

@@ -144,6 +144,25 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
+#: A command beginning with `lemma`, after what may precede a declaration keyword on its line
+#: (attributes, `set_option … in`, modifiers; a doc comment is blanked by `strip_comments`), at
+#: any column, as Lean commands may be indented. Core has no `lemma` command (lean4
+#: src/Lean/Parser/Command.lean `declaration` lists none; tests/lean/run/lemma.lean defines one by a
+#: macro first), so rc2's parser stops there. Stricter than Lean only where a line of a term
+#: starts with a variable or a definition the submission itself named `lemma`.
+LEMMA_COMMAND_RE = re.compile(
+    r"\s*(?:@\[[^\]]*\]\s*|set_option\s+\S+\s+\S+\s+in\s+|(?:" + "|".join(MODIFIERS) + r")\s+)*lemma(?:\s|$)"
+)
+
+
+def lemma_command_line(text: str) -> int | None:
+    """The 1-based line of the first `lemma` command (`LEMMA_COMMAND_RE`), comments blanked."""
+    for n, line in enumerate(strip_comments(text).split("\n"), 1):
+        if LEMMA_COMMAND_RE.match(line):
+            return n
+    return None
+
+
 def split_header(line: str) -> tuple[str, str, str, bool] | None:
     """(keyword, name, rest, private) when `line` starts a declaration the double records."""
     s = line
@@ -200,33 +219,47 @@ class Scope:
         ns = ".".join(p for p in self.namespaces if p)
         return f"{ns}.{name}" if ns else name
 
-    def exact(self, token: str) -> str | None:
+    def candidates(self, token: str) -> list[str]:
+        """What `ResolveName.resolveGlobalName` (lean4 src/Lean/ResolveName.lean) finds for a
+        token: the innermost namespace holding it (`resolveUsingNamespace`), else for a dotted
+        token the root constant alone (`resolveExact`), else the root and every `open` namespace
+        together (`resolveOpenDecls`)."""
         token = ALIASES.get(token, token)
         if token.startswith("_root_."):
-            return self.lookup(token[len("_root_.") :])
-        # As `ResolveName.resolveGlobalName` (lean4 src/Lean/ResolveName.lean): the innermost
-        # namespace holding the name wins; otherwise the root and every `open` namespace are
-        # candidates together, and two different ones are ambiguous. Lean may still pick one by
-        # elaborating each (overloads); the double leaves it unresolved, which is stricter.
+            found = self.lookup(token[len("_root_.") :])
+            return [] if found is None else [found]
         for pre in self.prefixes():
             found = self.lookup(f"{pre}.{token}")
             if found is not None:
-                return found
-        candidates = {self.lookup(token), *(self.lookup(f"{pre}.{token}") for pre in self.opened)}
-        candidates.discard(None)
-        return candidates.pop() if len(candidates) == 1 else None
+                return [found]
+        found = self.lookup(token) if "." in token else None
+        if found is not None:
+            return [found]
+        out: list[str] = []
+        for found in (self.lookup(token), *(self.lookup(f"{pre}.{token}") for pre in self.opened)):
+            if found is not None and found not in out:
+                out.append(found)
+        return out
 
-    def mention(self, token: str) -> str | None:
-        """The known constant a token names: itself, or (field notation `c.elim`) its longest
-        known prefix."""
+    def exact(self, token: str) -> str | None:
+        """The one constant a token names. Two different candidates are ambiguous: Lean may still
+        pick one by elaborating each (overloads); the double leaves it unresolved (its text key
+        then differs), which is stricter."""
+        found = self.candidates(token)
+        return found[0] if len(found) == 1 else None
+
+    def mention(self, token: str) -> list[str]:
+        """The known constants a token may name: its candidates (all of them when ambiguous, so
+        that the closure holds whichever Lean's elaboration keeps: a superset, stricter), or
+        (field notation `c.elim`) those of its longest prefix that names any."""
         while token:
-            found = self.exact(token)
-            if found is not None:
+            found = self.candidates(token)
+            if found:
                 return found
             if "." not in token:
-                return None
+                return []
             token = token.rpartition(".")[0]
-        return None
+        return []
 
 
 def mentions(text: str, scope: Scope, own: str) -> list[str]:
@@ -235,9 +268,9 @@ def mentions(text: str, scope: Scope, own: str) -> list[str]:
         start = m.start()
         if start and (text[start - 1].isalnum() or text[start - 1] in "_'."):
             continue  # inside a numeral or a longer token
-        hit = scope.mention(m.group(0))
-        if hit is not None and hit != own and hit not in found:
-            found.append(hit)
+        for hit in scope.mention(m.group(0)):
+            if hit != own and hit not in found:
+                found.append(hit)
     return found
 
 
@@ -283,7 +316,13 @@ def analyze(text: str, imported: set[str], module: str) -> list[dict]:
             i += 1
         written = scope.full_name(short)
         name = f"_private.{module}.0.{written}" if private and module else written
+        # `theorem Foo.Bla.f` is elaborated as `namespace Foo.Bla theorem f … end`
+        # (`expandDeclNamespace?`, lean4 src/Lean/Elab/Declaration.lean; none for `_root_.`), so
+        # its own text resolves names in `Foo.Bla` first (`resolveUsingNamespace`).
+        decl_ns = "" if short.startswith("_root_.") else short.rpartition(".")[0]
+        scope.namespaces.append(decl_ns)
         rec = record(keyword, name, "\n".join(block), scope)
+        scope.namespaces.pop()
         owned = owned_directives(raw, i - len(block))
         if owned:
             rec["judge"] = owned
@@ -1867,6 +1906,9 @@ def main(argv: list[str]) -> int:
                 text = f.read()
             # The module's name as bin/lean derives it from the source path.
             module = src[: -len(".lean")].replace("/", ".") if src.endswith(".lean") else ""
+            lemma_at = lemma_command_line(text)
+            if lemma_at is not None:  # bin/lean fails the build there
+                print(f"xlemma {lemma_at}")
             for rec in analyze(text, known_names(oleans), module):
                 print("xdecl " + json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
         except Exception as exc:  # the build must not fail on the double's own reading
