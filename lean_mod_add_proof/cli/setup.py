@@ -5,6 +5,7 @@ GitHub; without it, it stops within a few seconds and says what to do instead.""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import shlex
@@ -19,6 +20,9 @@ from pathlib import Path
 from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 from lean_mod_add_proof.grading.result import TOOLCHAIN_NAME_PATTERN, GraderSettings, flag_name
+from lean_mod_add_proof.grading.steps_log import long_step
+
+log = logging.getLogger(__name__)
 
 #: The elan release whose installer script is used. v4.2.4 is the newest elan tag found in the
 #: public sources searched for this change (leanprover/elan releases; the same tag is what other
@@ -136,7 +140,9 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
         print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
         return EXIT_OK
     try:
-        install(elan_home, args.script_url, args.timeout, name)
+        with long_step(log, "install-lean", name) as step:  # minutes: logged (grading/steps_log.py)
+            install(elan_home, args.script_url, args.timeout, name)
+            step.outcome = "installed"
     except InstallError as exc:
         print_error(f"install-lean: {exc}")
         return EXIT_PROBLEM

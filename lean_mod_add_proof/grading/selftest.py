@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import time
@@ -63,7 +64,10 @@ from lean_mod_add_proof.grading.lean_names import (
 from lean_mod_add_proof.grading.pipeline import ExportEdit, GradeTask, Route, grade
 from lean_mod_add_proof.grading.reference import reference_submission, row_lemma_name
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
+from lean_mod_add_proof.grading.steps_log import long_step
 from lean_mod_add_proof.grading.toolchain import Toolchain
+
+log = logging.getLogger(__name__)
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
 GRADER_VERSION = "judge-4"  # 4: the comparator verdict; the shift canary's bomb in the closure
@@ -585,17 +589,21 @@ async def ensure_selftest(
         if remembered and await asyncio.to_thread(_load_manifest, toolchain, config) is not None:
             _memo[key] = SelfTestReport(passed=True, reason="", canaries=[])
             return None
-        try:
-            report = await run_selftest(toolchain, config, network_lean, route)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the self-test itself broke (the grader's fault): fail closed
-            report = SelfTestReport(
-                passed=False,
-                reason=f"toolchain self-test failed: it could not run ({type(exc).__name__}: {exc})",
-                canaries=[],
-                transient=True,
-            )
+        # Seconds to minutes on real Lean: one line at its start and end (steps_log.py).
+        where = f"route {route_key(route)}, sandbox {config.sandbox}"
+        with long_step(log, "self-test", where) as step:
+            try:
+                report = await run_selftest(toolchain, config, network_lean, route)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the self-test itself broke (the grader's fault): fail closed
+                report = SelfTestReport(
+                    passed=False,
+                    reason=f"toolchain self-test failed: it could not run ({type(exc).__name__}: {exc})",
+                    canaries=[],
+                    transient=True,
+                )
+            step.outcome, step.detail = ("passed", "") if report.passed else ("failed", report.reason)
         _memo[key] = report
         if report.transient:
             wait = retry.failed(key)
