@@ -47,7 +47,8 @@ def test_an_exception_still_writes_the_end_line_and_goes_on_up(caplog: pytest.Lo
             raise ValueError("boom\nsecond line")
     assert caplog.records[0].getMessage() == "native judge build started"
     assert re.fullmatch(
-        r"native judge build failed \(ValueError\) in \d+\.\d s: boom second line", caplog.records[1].getMessage()
+        r"native judge build failed \(ValueError\) in \d+\.\d s: boom second line",
+        caplog.records[1].getMessage(),
     )
 
 
@@ -131,7 +132,9 @@ def test_warm_cache_logs_every_long_step_without_a_terminal(cli_env: dict[str, s
     assert_step(messages, f"warm-cache {TASK}", "built", "p=5, H=8")
     assert_step(messages, "native judge build", "done")
     assert_step(messages, "self-test", "passed")
-    assert re.fullmatch(r"self-test started \(route \S+, sandbox off\)", next(m for m in messages if "self-test" in m))
+    assert re.fullmatch(
+        r"self-test started \(route \S+, sandbox off\)", next(m for m in messages if "self-test" in m)
+    )
     # The task's Network/Weights entry, and the self-test task's own (built by its canaries).
     assert len(ends(messages, "cache build of Network.lean, Weights.lean")) == 2, messages
     assert ends(messages, "warm-cache")[0].group(0).endswith(": 1 built, 0 already there, 0 failed")
@@ -144,7 +147,9 @@ def test_warm_cache_logs_every_long_step_without_a_terminal(cli_env: dict[str, s
     assert not [m for m in again if m.startswith(("self-test", "native judge", "cache build"))], again
 
 
-def test_a_cached_grade_writes_no_log_line_and_json_stays_clean(cli_env: dict[str, str], tmp_path: Path) -> None:
+def test_a_cached_grade_writes_no_log_line_and_json_stays_clean(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
     proof = tmp_path / "Submission.lean"
     proof.write_text(reference_submission(5), encoding="utf-8")
     cold = run_cli(cli_env, tmp_path, "grade", TASK, str(proof), "--json")
@@ -162,6 +167,17 @@ def test_calibrate_logs_each_task_and_the_run(cli_env: dict[str, str], tmp_path:
     assert_step(messages, "calibrate", "done", "1 task(s), sandbox off")
     assert_step(messages, f"calibrate {TASK}", "accepted", "p=5, H=8")
     assert ends(messages, "calibrate")[0].group(0).endswith(": 1 accepted")
+
+
+def test_doctor_selftest_logs_the_self_test_and_json_stays_clean(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    done = run_cli(cli_env, tmp_path, "doctor", "--selftest", "--json")
+    json.loads(done.stdout)
+    messages = log_messages(done.stderr)
+    started = [m for m in messages if m.startswith("self-test started (route ")]
+    assert started, done.stderr
+    assert len(ends(messages, "self-test")) == len(started), messages
 
 
 def test_quiet_leaves_the_lines_out(cli_env: dict[str, str], tmp_path: Path) -> None:

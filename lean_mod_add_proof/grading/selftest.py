@@ -396,7 +396,19 @@ def canaries_for(route: Route) -> list[Canary]:
 async def run_selftest(
     toolchain: Toolchain, config: GraderConfig, network_lean: str, route: Route
 ) -> SelfTestReport:
-    """Grade every canary of `route` by that route (no cache of the outcome) and report."""
+    """Grade every canary of `route` by that route (no cache of the outcome) and report. Seconds
+    to minutes on real Lean: one log line at its start and one at its end (steps_log.py), for
+    the first grade, every re-run, `doctor --selftest` and `lean-check` alike."""
+    where = f"route {route_key(route)}, sandbox {config.sandbox}"
+    with long_step(log, "self-test", where) as step:
+        report = await _grade_canaries(toolchain, config, network_lean, route)
+        step.outcome, step.detail = ("passed", "") if report.passed else ("failed", report.reason)
+    return report
+
+
+async def _grade_canaries(
+    toolchain: Toolchain, config: GraderConfig, network_lean: str, route: Route
+) -> SelfTestReport:
     task = GradeTask(
         task_id=SELFTEST_TASK_ID,
         p=SELFTEST_P,
@@ -589,21 +601,17 @@ async def ensure_selftest(
         if remembered and await asyncio.to_thread(_load_manifest, toolchain, config) is not None:
             _memo[key] = SelfTestReport(passed=True, reason="", canaries=[])
             return None
-        # Seconds to minutes on real Lean: one line at its start and end (steps_log.py).
-        where = f"route {route_key(route)}, sandbox {config.sandbox}"
-        with long_step(log, "self-test", where) as step:
-            try:
-                report = await run_selftest(toolchain, config, network_lean, route)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the self-test itself broke (the grader's fault): fail closed
-                report = SelfTestReport(
-                    passed=False,
-                    reason=f"toolchain self-test failed: it could not run ({type(exc).__name__}: {exc})",
-                    canaries=[],
-                    transient=True,
-                )
-            step.outcome, step.detail = ("passed", "") if report.passed else ("failed", report.reason)
+        try:
+            report = await run_selftest(toolchain, config, network_lean, route)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the self-test itself broke (the grader's fault): fail closed
+            report = SelfTestReport(
+                passed=False,
+                reason=f"toolchain self-test failed: it could not run ({type(exc).__name__}: {exc})",
+                canaries=[],
+                transient=True,
+            )
         _memo[key] = report
         if report.transient:
             wait = retry.failed(key)
