@@ -255,6 +255,11 @@ def _route_package_logs() -> None:
     package = logging.getLogger(__name__.partition(".")[0])
     if not any(isinstance(h, _ToVerifiersLog) for h in package.handlers):
         package.addHandler(_ToVerifiersLog())
+    # The long steps' INFO lines (grading/steps_log.py) must reach vf-eval's INFO handlers; left
+    # NOTSET, the root's WARNING would drop them before any handler. The last resort still
+    # shows only warnings and up.
+    if package.level == logging.NOTSET:
+        package.setLevel(logging.INFO)
 
 
 _route_package_logs()

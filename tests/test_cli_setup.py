@@ -129,3 +129,20 @@ def test_already_installed_names_the_toolchain_and_home(capsys, tmp_path: Path, 
     assert code == 0, out
     assert out.splitlines()[0] == f"elan home: {home} ($ELAN_HOME)"
     assert "is already installed" in out and "toolchain double" in out
+
+
+@pytest.mark.usefixtures("offline")
+def test_an_install_logs_its_start_and_end_on_stderr(capsys, tmp_path: Path, monkeypatch) -> None:
+    """install-lean is a long step (grading/steps_log.py): one line when it starts, one when it
+    ends with its time and outcome, on stderr (stdout keeps the command's own lines)."""
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))
+    code = main(["install-lean", "--script-url", CLOSED_PORT_URL, "--timeout", "3"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert re.search(
+        r"^\d\d:\d\d:\d\d lean-mod-add-proof: install-lean started \(leanprover/lean4:", err, re.M
+    ), err
+    assert re.search(
+        r"lean-mod-add-proof: install-lean failed \(InstallError\) in \d+\.\d s: cannot download", err
+    )
+    assert "install-lean started" not in out

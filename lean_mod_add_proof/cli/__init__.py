@@ -4,9 +4,11 @@ one exit-code scheme (`cli/exits.py`), shown at the end of each `--help`."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from lean_mod_add_proof.cli import (
     baseline,
@@ -27,8 +29,40 @@ from lean_mod_add_proof.cli.exits import (
     EXIT_PROBLEM,
     CliParser,
 )
+from lean_mod_add_proof.grading.steps_log import PACKAGE_LOGGER
 
 DISTRIBUTION = "lean-mod-add-proof"
+
+#: The CLI's log lines: the long steps' start and end (grading/steps_log.py), with the time.
+LOG_FORMAT = "%(asctime)s lean-mod-add-proof: %(message)s"
+LOG_TIME_FORMAT = "%H:%M:%S"
+
+
+class StderrLines(logging.StreamHandler):
+    """Writes to `sys.stderr` as it is at each record (pytest's capture, rich's live display,
+    which passes stderr through above its bar), never to the stream of the first call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter(LOG_FORMAT, LOG_TIME_FORMAT))
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:  # StreamHandler.__init__ sets it
+        pass
+
+
+def configure_logging(quiet: bool) -> None:
+    """The package's INFO records to stderr, with or without a terminal, so that the long steps
+    show in CI and image-build logs too; `--quiet` keeps warnings and up only. Stdout (tables,
+    `--json`) never gets a log line. Idempotent: one handler however often `main` runs."""
+    package = logging.getLogger(PACKAGE_LOGGER)
+    package.setLevel(logging.WARNING if quiet else logging.INFO)
+    if not any(isinstance(h, StderrLines) for h in package.handlers):
+        package.addHandler(StderrLines())
 
 
 def version_text() -> str:
@@ -52,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_HELP,
     )
     parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no log lines for long steps (self-test, builds, each task) on stderr; warnings still shown",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CliParser)
     for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs, docs):
         module.register(commands)
@@ -67,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             args = build_parser().parse_args(argv)
+            configure_logging(args.quiet)
             code = int(args.handler(args) or 0)
         finally:  # also on argparse's SystemExit (--help, usage errors), which goes on up
             sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush

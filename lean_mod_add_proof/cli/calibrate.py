@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from lean_mod_add_proof.dataset.cost import (
     timeouts_for,
 )
 from lean_mod_add_proof.dataset.tasks import TaskRecord, in_split, load_tasks
+from lean_mod_add_proof.grading.steps_log import long_step
+
+log = logging.getLogger(__name__)
 
 #: The stages one `timeout_s` deadline covers (pipeline.py: build, export and judge together,
 #: then the statement and axiom checks); the self-test and set-up run in others or beforehand.
@@ -57,6 +61,11 @@ def timing_row(record: TaskRecord, result: Any, setup_seconds: float = 0.0) -> d
     }
 
 
+def verdict_word(accepted: bool, judged: bool) -> str:
+    """The table's verdict column and the log's outcome (pure)."""
+    return "accepted" if accepted else ("REJECTED" if judged else "NOT JUDGED")
+
+
 async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, progress: Any) -> list[dict]:
     from lean_mod_add_proof.cli.grading import grade_task_for
     from lean_mod_add_proof.constants import reference_submission
@@ -67,10 +76,13 @@ async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, pr
     for record in records:
         progress.update(job, description=f"{record.id} (p={record.p}, H={record.hidden})")
         task = grade_task_for(record.id, tasks_dir)
-        started = time.monotonic()
-        await warm_cache(task, config)  # the one-off set-up, kept out of the measurement
-        setup = time.monotonic() - started
-        result = await grade(reference_submission(record.p), task, config)
+        with long_step(log, f"calibrate {record.id}", f"p={record.p}, H={record.hidden}") as step:
+            started = time.monotonic()
+            await warm_cache(task, config)  # the one-off set-up, kept out of the measurement
+            setup = time.monotonic() - started
+            result = await grade(reference_submission(record.p), task, config)
+            step.outcome = verdict_word(result.accepted, result.judged)
+            step.detail = "" if result.accepted else result.reason
         rows.append(timing_row(record, result, setup))
         progress.advance(job)
         if not result.judged:
@@ -94,8 +106,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return started
     config, records, found = started
     records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))  # smallest kernel work first
-    with Progress(console=console, transient=True) as progress:
+    # The bar is for a terminal; the log lines (grading/steps_log.py) also reach a pipe (CI).
+    with (
+        long_step(log, "calibrate", f"{len(records)} task(s), sandbox {config.sandbox}") as step,
+        Progress(console=console, transient=True) as progress,
+    ):
         rows = asyncio.run(_calibrate(records, args.tasks_dir, config, progress))
+        words = [verdict_word(r["accepted"], r["judged"]) for r in rows]
+        step.detail = ", ".join(f"{words.count(w)} {w}" for w in dict.fromkeys(words))
     # As in `tasks`: a light box and cells that never wrap or shorten, so 80 columns hold a row.
     table = Table(
         title=f"reference proofs on {found.version}", box=box.SIMPLE_HEAD, padding=0, pad_edge=False
@@ -103,7 +121,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     headers = ("task", "mul-adds", "verdict", "set-up s", "build s", "replay s", "checked s", "peak MiB")
     cells = []
     for row in rows:
-        verdict = "accepted" if row["accepted"] else ("REJECTED" if row["judged"] else "NOT JUDGED")
+        verdict = verdict_word(row["accepted"], row["judged"])
         replay = row["kernel_replay_seconds"]
         cells.append(
             (

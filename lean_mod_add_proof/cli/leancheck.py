@@ -26,7 +26,9 @@ from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.grading.result import GraderSettings, flag_name
 from lean_mod_add_proof.grading.toolchain import TOOLCHAIN_ENV
 
-CLI = [sys.executable, "-m", "lean_mod_add_proof.cli"]
+#: `--quiet`: the report quotes the commands' output, which the long steps' log lines would clutter
+#: (`doctor --json` is parsed from it).
+CLI = [sys.executable, "-m", "lean_mod_add_proof.cli", "--quiet"]
 PASSED, FAILED, NOT_RUN = "passed", "FAILED", "not run"
 #: Where the Lean integration tests live in a checkout, relative to its root.
 INTEGRATION_TESTS = Path("tests") / "test_lean_integration.py"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import os
 import re
 import shlex
@@ -21,6 +22,9 @@ from pathlib import Path
 from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.constants import LEAN_TOOLCHAIN
 from lean_mod_add_proof.grading.result import TOOLCHAIN_NAME_PATTERN, GraderSettings, flag_name
+from lean_mod_add_proof.grading.steps_log import long_step
+
+log = logging.getLogger(__name__)
 
 #: The elan release pinned here and by container/Containerfile (tests/test_container.py checks the
 #: image's build arguments equal these). v4.2.3 is the newest tag in the snapshot of
@@ -165,7 +169,9 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
         print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
         return EXIT_OK
     try:
-        install(elan_home, args.script_url, args.timeout, name)
+        with long_step(log, "install-lean", name) as step:  # minutes: logged (grading/steps_log.py)
+            install(elan_home, args.script_url, args.timeout, name)
+            step.outcome = "installed"
     except InstallError as exc:
         print_error(f"install-lean: {exc}")
         return EXIT_PROBLEM

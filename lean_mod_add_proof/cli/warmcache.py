@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
 from lean_mod_add_proof.dataset.tasks import TaskRecord
+from lean_mod_add_proof.grading.steps_log import long_step
+
+log = logging.getLogger(__name__)
 
 #: How many hex digits of the cache key the table shows.
 KEY_PREFIX = 12
@@ -69,10 +73,19 @@ async def warm(
     for record in records:
         if progress is not None:
             progress.update(job, description=f"{record.id} (p={record.p}, H={record.hidden})")
-        rows.append(await warm_one(grade_task_for(record.id, tasks_dir), config, toolchain))
+        with long_step(log, f"warm-cache {record.id}", f"p={record.p}, H={record.hidden}") as step:
+            row = await warm_one(grade_task_for(record.id, tasks_dir), config, toolchain)
+            step.outcome, step.detail = row.status, row.reason
+        rows.append(row)
         if progress is not None:
             progress.advance(job)
     return rows
+
+
+def summary(rows: list[WarmRow]) -> str:
+    """`<n> built, <n> already there, <n> failed` (pure)."""
+    counts = {status: sum(r.status == status for r in rows) for status in ("built", "hit", "failed")}
+    return f"{counts['built']} built, {counts['hit']} already there, {counts['failed']} failed"
 
 
 def cmd_warm_cache(args: argparse.Namespace) -> int:
@@ -98,8 +111,13 @@ def cmd_warm_cache(args: argparse.Namespace) -> int:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console, transient=True) as progress:
+    # The bar is for a terminal; the log lines (grading/steps_log.py) also reach a pipe (CI, image builds).
+    with (
+        long_step(log, "warm-cache", f"{len(records)} task(s), sandbox {config.sandbox}") as step,
+        Progress(*columns, console=console, transient=True) as progress,
+    ):
         rows = asyncio.run(warm(records, args.tasks_dir, config, found, progress))
+        step.detail = summary(rows)
     table = Table(title=f"grader cache in {cache_root}")
     for column in ("task", "cache key", "status", "seconds"):
         table.add_column(column, justify="right" if column == "seconds" else "left")
@@ -112,9 +130,7 @@ def cmd_warm_cache(args: argparse.Namespace) -> int:
     failed = [r for r in rows if r.status == "failed"]
     for row in failed:
         console.print(f"[red]{row.task}:[/] {row.reason}", highlight=False)
-    built = sum(r.status == "built" for r in rows)
-    hits = sum(r.status == "hit" for r in rows)
-    console.print(f"{built} built, {hits} already there, {len(failed)} failed", highlight=False)
+    console.print(summary(rows), highlight=False)
     return EXIT_PROBLEM if failed else EXIT_OK
 
 

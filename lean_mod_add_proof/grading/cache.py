@@ -37,6 +37,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import logging
 import os
 import re
 import threading
@@ -62,6 +63,9 @@ from lean_mod_add_proof.grading.hashing import (
 from lean_mod_add_proof.grading.oserrors import host_errno
 from lean_mod_add_proof.grading.package import LAYOUT_VERSION, missing_outputs, write_sources
 from lean_mod_add_proof.grading.result import CommandRecord
+from lean_mod_add_proof.grading.steps_log import long_step
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_DIR = Path("~/.cache/lean-mod-add-proof")
 
@@ -387,13 +391,15 @@ async def ensure_entry(
     *,
     deadline: float | None = None,
     outputs_missing: OutputsMissing = missing_outputs,
+    step: str | None = None,
 ) -> CacheEntry:
     """The verified cache entry for `key`, building it if absent, corrupt or unreadable.
 
     `deadline` (a time.monotonic value) bounds checking an existing entry: the check stops there
     and CacheUnusable("cache check ran out of time") is raised (the entry is left alone). Time
     spent waiting for this process's own build of the same key, and any build, does not count:
-    each check gets the budget `deadline - (time of the call)`.
+    each check gets the budget `deadline - (time of the call)`. A build is logged (steps_log.py) as
+    `step`, by default `cache build of <sources>`.
 
     Raises PrebuildFailed if the build fails, CacheUnusable when the cache cannot serve the key
     (see the module docstring): the caller then builds in place. Concurrent first grades in this
@@ -448,9 +454,13 @@ async def ensure_entry(
         records: list[CommandRecord] = []
         try:
             try:
-                manifest, records = await prebuild_package(
-                    tmp / "package", sources, prebuild, outputs_missing
-                )
+                # A miss compiles (seconds to minutes): one line at its start and end (steps_log.py).
+                lean_files = sorted(Path(s).name for s in sources if s.endswith(".lean"))
+                what = step or f"cache build of {', '.join(lean_files or sorted(sources))}"
+                with long_step(log, what, f"cache key {key[:12]}"):
+                    manifest, records = await prebuild_package(
+                        tmp / "package", sources, prebuild, outputs_missing
+                    )
                 await workdirs.run_in_thread(_seal, tmp, key, manifest)
             except OSError as exc:
                 raise CacheUnusable(f"cannot build in the cache: {_why(exc)}", records) from None

@@ -234,6 +234,7 @@ async def _build_or_load(
             prebuild,
             deadline=deadline,
             outputs_missing=missing_executable,
+            step="native judge build",
         )
     except cachemod.PrebuildFailed as exc:
         return NoNativeJudge(f"the native judge did not build: {exc.reason}", tuple(exc.records), host_fault)

@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import time
@@ -63,7 +64,10 @@ from lean_mod_add_proof.grading.lean_names import (
 from lean_mod_add_proof.grading.pipeline import ExportEdit, GradeTask, Route, grade
 from lean_mod_add_proof.grading.reference import reference_submission, row_lemma_name
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
+from lean_mod_add_proof.grading.steps_log import long_step
 from lean_mod_add_proof.grading.toolchain import Toolchain
+
+log = logging.getLogger(__name__)
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
 GRADER_VERSION = "judge-4"  # 4: the comparator verdict; the shift canary's bomb in the closure
@@ -392,7 +396,19 @@ def canaries_for(route: Route) -> list[Canary]:
 async def run_selftest(
     toolchain: Toolchain, config: GraderConfig, network_lean: str, route: Route
 ) -> SelfTestReport:
-    """Grade every canary of `route` by that route (no cache of the outcome) and report."""
+    """Grade every canary of `route` by that route (no cache of the outcome) and report. Seconds
+    to minutes on real Lean: one log line at its start and one at its end (steps_log.py), for
+    the first grade, every re-run, `doctor --selftest` and `lean-check` alike."""
+    where = f"route {route_key(route)}, sandbox {config.sandbox}"
+    with long_step(log, "self-test", where) as step:
+        report = await _grade_canaries(toolchain, config, network_lean, route)
+        step.outcome, step.detail = ("passed", "") if report.passed else ("failed", report.reason)
+    return report
+
+
+async def _grade_canaries(
+    toolchain: Toolchain, config: GraderConfig, network_lean: str, route: Route
+) -> SelfTestReport:
     task = GradeTask(
         task_id=SELFTEST_TASK_ID,
         p=SELFTEST_P,
