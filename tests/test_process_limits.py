@@ -460,7 +460,12 @@ def sleepers(mark: str) -> list[int]:
 
 
 def watcher_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("lean-grader-watch-")]
+    """Threads running a watcher (an idle one, kept for reuse, is named `...-idle`)."""
+    return [
+        t
+        for t in threading.enumerate()
+        if t.name.startswith("lean-grader-watch-") and t.name != "lean-grader-watch-idle"
+    ]
 
 
 def open_fds() -> set[str]:
@@ -499,6 +504,28 @@ async def test_watchers_end_and_release_everything(tmp_path: Path) -> None:
     assert out.timed_out
     assert watcher_threads() == []
     assert open_fds() == fds
+
+
+async def test_watcher_threads_are_reused_then_end_when_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process, "WATCHER_IDLE_S", 3.0)  # no expiry between the runs on a slow host
+
+    def idle() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "lean-grader-watch-idle"]
+
+    await run(tmp_path, ["true"])
+    first = idle()
+    assert len(first) == 1  # the watcher's thread waits for the next command
+    await run(tmp_path, ["true"])
+    assert idle() == first  # and runs it: no new thread
+    outs = await asyncio.gather(*(run(tmp_path, ["sh", "-c", "sleep 0.2"]) for _ in range(3)))
+    assert all(o.record.exit_code == 0 for o in outs)  # each watched by a thread of its own
+    assert len(idle()) == 3
+    end = time.monotonic() + 30
+    while idle() and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    assert idle() == [] and watcher_threads() == []
 
 
 async def test_output_cap_and_tail_still_work(tmp_path: Path) -> None:

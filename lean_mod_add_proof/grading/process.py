@@ -2,22 +2,22 @@
 cap, live per-grade caps on its whole process tree, and a kill of that whole tree whatever
 happens (normal exit, deadline, a cap, cancellation).
 
-How the tree is followed. A watcher thread per command looks at /proc every `RSS_POLL_S` (the
-first look after `FIRST_POLL_S`). It reads the stat of just the pids allocated since its last
-look (from /proc/sys/kernel/ns_last_pid; a whole listing of /proc when that cannot be read or
-is too many) plus the tree's known members, so a look costs the same on a host with thousands of
-processes; the watchers of one grader share their looks at new pids (`_SharedLooks`), so their
-cost grows with the number of commands running, not its square. It keeps every process it has
-ever seen descend from the command, by pid *and* start time, so a reused pid is never counted
-or killed, and a process stays tracked after its parent dies: `setsid`, `setpgid`, bash job
-control and a double fork do not hide a process once seen.
-A process that leaves the tree before any look (its parent exits within milliseconds, the
-classic double fork) is still found: the command runs with a random marker variable
-(`TREE_ENV_VAR`, visible to the command) in its environment, and a process started after the
-command, reparented to init or to one of the grader's ancestors, and carrying this run's marker,
-counts as the command's. Processes inside the bubblewrap sandbox are visible in the host's /proc
-under their host pids and their parent chain goes through bwrap, so the same walk covers
-sandboxed commands. Threads are not processes: their memory is in their process's RSS.
+How the tree is followed. A watcher thread per command (threads are reused: `_WatcherThreads`)
+looks at /proc every `RSS_POLL_S` (the first look after `FIRST_POLL_S`). It reads the stat of just
+the pids allocated since its last look (from /proc/sys/kernel/ns_last_pid; a whole listing of
+/proc when that cannot be read or is too many) plus the tree's known members, so a look costs the
+same on a host with thousands of processes; the watchers of one grader share their looks at new
+pids (`_SharedLooks`), so their cost grows with the number of commands running, not its square. It
+keeps every process it has ever seen descend from the command, by pid *and* start time, so a
+reused pid is never counted or killed, and a process stays tracked after its parent dies:
+`setsid`, `setpgid`, bash job control and a double fork do not hide a process once seen. A process
+that leaves the tree before any look (its parent exits within milliseconds, the classic double
+fork) is still found: the command runs with a random marker variable (`TREE_ENV_VAR`, visible to
+the command) in its environment, and a process started after the command, reparented to init or to
+one of the grader's ancestors, and carrying this run's marker, counts as the command's. Processes
+inside the bubblewrap sandbox are visible in the host's /proc under their host pids and their
+parent chain goes through bwrap, so the same walk covers sandboxed commands. Threads are not
+processes: their memory is in their process's RSS.
 
 Caps (`Limits`), checked by polling:
 - memory: the summed resident set (RSS) of every live process of the tree, every `RSS_POLL_S`;
@@ -624,6 +624,65 @@ def disk_and_entries(
     return total, n
 
 
+#: How long a watcher thread waits, idle, for the next command before it ends.
+WATCHER_IDLE_S = 0.2
+
+
+class _WatcherThreads:
+    """Threads that run watchers, reused from one command to the next: starting a thread per
+    command (a clone and a GIL hand-off before the command is watched) was the largest cost of
+    the grader's event-loop thread after the spawn itself (py-spy at concurrency 16). Never a
+    queue: a watcher is handed only to a thread that is idle, else a new thread is started for
+    it, so no command waits unwatched. An idle thread ends after `WATCHER_IDLE_S`, so none is
+    left once grading stops. A running thread is named `lean-grader-watch-<pid>`, an idle one
+    `lean-grader-watch-idle`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._handed: list[_Watcher] = []  # given to an idle thread, not yet taken
+        self._wake = threading.Condition(self._lock)
+        self._idle = 0  # threads waiting in `_worker` and not yet given a watcher
+
+    def start(self, watcher: _Watcher) -> None:
+        """Run `watcher.run` in an idle thread, or in a new one (RuntimeError if none can start)."""
+        with self._lock:
+            if self._idle > len(self._handed):
+                self._handed.append(watcher)
+                self._wake.notify()
+                return
+        threading.Thread(
+            target=self._worker, args=(watcher,), name=f"lean-grader-watch-{watcher.root}", daemon=True
+        ).start()
+
+    def _worker(self, watcher: _Watcher) -> None:
+        me = threading.current_thread()
+        while True:
+            me.name = f"lean-grader-watch-{watcher.root}"
+            try:
+                watcher.run()
+            finally:
+                me.name = "lean-grader-watch-idle"
+                watcher.returned.set()
+            with self._lock:
+                self._idle += 1
+                self._wake.wait_for(lambda: bool(self._handed), WATCHER_IDLE_S)
+                self._idle -= 1
+                if not self._handed:
+                    return  # idle for WATCHER_IDLE_S: (start() hands out only what `_idle` covers)
+                watcher = self._handed.pop()
+
+
+_watcher_threads = _WatcherThreads()
+
+
+def _new_watcher_threads_in_child() -> None:
+    global _watcher_threads
+    _watcher_threads = _WatcherThreads()  # a forked child has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_new_watcher_threads_in_child)
+
+
 class _Watcher:
     """Follows one command's process tree, enforces the caps, and kills the tree at the end."""
 
@@ -638,7 +697,7 @@ class _Watcher:
         loop: asyncio.AbstractEventLoop,
         argv_marks: frozenset[bytes] = frozenset(),
     ) -> None:
-        self.thread = threading.Thread(target=self.run, name=f"lean-grader-watch-{root}", daemon=True)
+        self.returned = threading.Event()  # set once `run` has returned (`_WatcherThreads`)
         self.root = root
         self.limits = limits
         self.argv_marks = argv_marks
@@ -1031,7 +1090,7 @@ async def _finish(run: _Run, watcher: _Watcher) -> None:
         _killpg(run.pid)
     watcher.stop()
     cancelled |= await _uninterruptible(watcher.done)  # it kills every tracked process, then ends
-    watcher.thread.join(1.0)  # it has signalled its last act: returning
+    watcher.returned.wait(1.0)  # it has signalled its last act: returning
     # A process the watcher could not find (see the module docstring) could hold the pipe open
     # forever: read on for a little while, then let go of it.
     cancelled |= await _uninterruptible(run.eof, DRAIN_AFTER_KILL_S)
@@ -1292,7 +1351,7 @@ async def _watch(
             loop,
             spawn.argv_marks,
         )
-        watcher.thread.start()
+        _watcher_threads.start(watcher)
     except BaseException as exc:
         _killpg(run.pid)
         run.proc.wait()
