@@ -55,6 +55,8 @@ GRADING = f"{PACKAGE}/grading"
 #: module -> its own tests (the first ones listed run first in the supplement pass, so put the
 #: fastest killers first).
 MODULES: dict[str, tuple[str, ...]] = {
+    "kernels": ("tests/test_kernels_unit.py", "tests/test_kernels.py"),
+    "export_text": ("tests/test_export_text.py",),
     "judge": ("tests/test_judge_protocol.py", "tests/test_grading_layout.py"),
     "result": ("tests/test_result_flags.py",),
     "axioms": ("tests/test_axioms_reasons.py", "tests/test_axioms.py"),
