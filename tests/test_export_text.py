@@ -106,7 +106,7 @@ def test_a_cyclic_or_too_deep_name_fails_closed_as_an_edit_error() -> None:
 
 def test_lines_with_spaces_and_blank_lines_keep_their_places() -> None:
     spaced = [json.dumps(json.loads(line)) for line in LINES]  # `", "` and `": "` separators
-    text = "\n".join(spaced[:7] + ["", *spaced[7:]]) + "\n"
+    text = "\n".join([*spaced[:7], "", *spaced[7:]]) + "\n"
     assert names(text) == {1: "A", 2: "A.thm", 3: "A.row", 4: "A.row.7"}
     assert drop_constant(text, "A.row").split("\n") == [*spaced[:7], "", spaced[8], ""]
 
