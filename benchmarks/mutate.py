@@ -194,6 +194,54 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "pos = n if end < 1 else end + 1",
         "end is where a newline was found after `--` at pos >= 0, so end >= 2 whenever it is found",
     ),
+    Equivalent(
+        "judge",
+        'verdict_from: VerdictFrom = "olean",',
+        'verdict_from: VerdictFrom = "XXoleanXX",',
+        'any value but "export" takes the olean branch, so the default\'s spelling does nothing at run time',
+    ),
+    Equivalent(
+        "judge",
+        'verdict_from: VerdictFrom = "olean",',
+        'verdict_from: VerdictFrom = "OLEAN",',
+        'any value but "export" takes the olean branch, so the default\'s spelling does nothing at run time',
+    ),
+    Equivalent(
+        "export_text",
+        "obj = json.loads(line) if line.strip() else None",
+        "obj = json.loads(line) if (line.strip()) or True else None",
+        "json.loads of an empty or blank line raises ValueError, which the except also turns into None",
+    ),
+    Equivalent(
+        "export_text",
+        "obj = None",
+        'obj = ""',
+        'every reader of _objects tests isinstance(obj, dict), which None and "" both fail',
+    ),
+    Equivalent(
+        "export_text",
+        'if by_index.get(body.get("name", -1)) == name:',
+        'if by_index.get(body.get("name", None)) == name:',
+        "an export's name indices are naturals (Parse.lean), so -1, -2 and None all miss and give None",
+    ),
+    Equivalent(
+        "export_text",
+        'if by_index.get(body.get("name", -1)) == name:',
+        'if by_index.get(body.get("name", )) == name:',
+        "an export's name indices are naturals (Parse.lean), so -1, -2 and None all miss and give None",
+    ),
+    Equivalent(
+        "export_text",
+        'if by_index.get(body.get("name", -1)) == name:',
+        'if by_index.get(body.get("name", -2)) == name:',
+        "an export's name indices are naturals (Parse.lean), so -1, -2 and None all miss and give None",
+    ),
+    Equivalent(
+        "export_text",
+        'CONSTANT_KEYS: tuple[str, ...] = ("thm", "def", "axiom", "opaque", "quot")',
+        "CONSTANT_KEYS: tuple[str, ...] = ('thm', 'def', 'axiom', 'opaque', 'quot', 'XXmutantXX')",
+        "no export line has that key (Parse.lean's kinds), so an extra kind is never matched",
+    ),
 )
 
 
