@@ -133,3 +133,71 @@ def test_lex_is_total_and_keeps_length(text: str) -> None:
     assert len(lexed.code) == len(text)
     for lexeme in lexed.lexemes:
         assert 0 <= lexeme.start < lexeme.end <= len(text)
+
+
+# --- exact problems and code views (each reason and position is what the guard reports) ----------
+
+PROBLEMS: list[tuple[str, str, int]] = [
+    ('x "abc', "an unterminated string literal", 2),
+    ("x /- abc", "an unterminated comment", 2),
+    ("x /-", "an unterminated comment", 2),
+    ("x /-- abc", "an unterminated doc comment", 2),
+    ("x /--", "an unterminated doc comment", 2),
+    ('x r#"abc"', "an unterminated raw string literal", 2),
+    ("x «abc", "an unterminated '«' name", 2),
+    ("x 'ab'", "a malformed character literal", 2),
+    ('x s!"a {b', "an unterminated string interpolation", 7),
+    ('x s!"a {b}', "an unterminated string literal", 4),
+    ('x s!"a', "an unterminated string literal", 4),
+    ('a.r"x"', "a raw string right after '.' (there `r` may continue a name)", 2),
+    ('a`r"x"', "a raw string right after '`' (there `r` may continue a name)", 2),
+    (
+        "x <-- c",
+        "a comment opened right after '<' (Lean may read '<-' as one token; put a space before the comment)",
+        3,
+    ),
+    ('panic! "{x}"', "a string with '{' right after a name ending in '!' other than s! or f!", 7),
+]
+
+
+@pytest.mark.parametrize(("text", "reason", "pos"), PROBLEMS, ids=[p[0] for p in PROBLEMS])
+def test_each_problem_is_reported_with_its_reason_and_position(text: str, reason: str, pos: int) -> None:
+    problem = lex(text).problem
+    assert problem is not None and (problem.reason, problem.pos) == (reason, pos)
+
+
+def _nested(levels: int) -> str:
+    return 'x := s!"' + '{s!"' * (levels - 1) + "{y}" + '"}' * (levels - 1) + '"'
+
+
+def test_interpolations_nest_exactly_sixteen_deep() -> None:
+    assert lex(_nested(16)).problem is None
+    problem = lex(_nested(17)).problem
+    assert problem is not None and (problem.reason, problem.pos) == (
+        "string interpolations nested too deep",
+        72,
+    )
+
+
+VIEWS: list[tuple[str, str]] = [
+    ('x "a\\"b" y', 'x "    " y'),
+    ('r#"a"b"# y', '"      " y'),
+    ('x := r"ab" ++ r#"cd"#', 'x := "   " ++ "     "'),
+    ("c := '\\x41' z", "c := '    ' z"),
+    ("c := '' z", "c := '' z"),
+    ('s!"a{b}c" d', 's!" {b} " d'),
+    ('f!"{ {a} }" -- c', 'f!"{ {a} }"     '),
+    ("/-- doc -/ x", "/--     -/ x"),
+    ("/-! m -/ x", "/-!   -/ x"),
+    ("/-- /- a -/ doc -/ x", "/--" + " " * 13 + "-/ x"),
+    ("a «b c» d", "a «b c» d"),
+    ("x -- c\ny", "x     \ny"),
+    ("a /- b\nc -/ d", "a     \n     d"),
+    ("a /-/ b -/ d", "a          d"),
+    ("{a} -- c\n}", "{a}     \n}"),
+]
+
+
+@pytest.mark.parametrize(("text", "view"), VIEWS, ids=[v[0] for v in VIEWS])
+def test_code_view_exactly(text: str, view: str) -> None:
+    assert code(text) == view
