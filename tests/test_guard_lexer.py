@@ -201,3 +201,28 @@ VIEWS: list[tuple[str, str]] = [
 @pytest.mark.parametrize(("text", "view"), VIEWS, ids=[v[0] for v in VIEWS])
 def test_code_view_exactly(text: str, view: str) -> None:
     assert code(text) == view
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'x := s! /- a -/ /- b -/ /- c -/ "{y}"',
+        'x := s!\n  -- a\n  -- b\n  "{y}"',
+        'x := f!   \n\n   "{y}"',
+    ],
+)
+def test_comments_between_s_bang_and_its_string_keep_it_interpolated(text: str) -> None:
+    # Lean's `whitespace` skips any number of comments between the `s!` token and its string, so
+    # `{y}` is code; a lexer that forgot `s!` behind them would blank `y` out of the code view.
+    assert code(text).endswith('"{y}"')
+
+
+def test_comments_between_another_bang_name_and_a_brace_string_are_refused() -> None:
+    problem = lex('panic! /- a -/ /- b -/ "{x}"').problem
+    assert problem is not None and problem.reason.startswith("a string with '{' right after a name")
+
+
+@pytest.mark.parametrize("text", ['x := ab.s! "{y}"', 'x := as! "{y}"'])
+def test_a_name_merely_ending_in_s_bang_is_not_s_bang(text: str) -> None:
+    problem = lex(text).problem
+    assert problem is not None and problem.reason.startswith("a string with '{' right after a name")
