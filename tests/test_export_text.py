@@ -136,3 +136,4 @@ def test_retype_writes_the_line_compactly() -> None:
 
 def test_append_strips_only_trailing_newlines() -> None:
     assert append_line("AX \n\n", "b") == "AX \nb\n"
+    assert append_line("AX\n", "b") == "AX\nb\n"

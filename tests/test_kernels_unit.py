@@ -47,6 +47,11 @@ def test_shipped_is_empty_without_binaries_and_complete_with_all(tmp_path: Path)
     assert K.shipped(tmp_path) == list(K.CHECKERS)
 
 
+def test_the_official_kernel_is_named_lean_and_is_no_checker() -> None:
+    # The name the replay judge goes by on a result's kernels (pipeline.py), apart from the checkers'.
+    assert K.OFFICIAL == "lean" and K.OFFICIAL not in K.CHECKER_NAMES
+
+
 def test_checker_path_is_the_toolchains_bin_never_path_lookup() -> None:
     assert K.checker_path(Path("/tc"), _checker("nanoda")) == Path("/tc/bin/nanoda_bin")
 
