@@ -226,3 +226,31 @@ def test_comments_between_another_bang_name_and_a_brace_string_are_refused() -> 
 def test_a_name_merely_ending_in_s_bang_is_not_s_bang(text: str) -> None:
     problem = lex(text).problem
     assert problem is not None and problem.reason.startswith("a string with '{' right after a name")
+
+
+# (text, its lexemes as (kind, text), its code view): each pins one reading that a lexer slip changes
+READINGS: list[tuple[str, list[tuple[str, str]], str]] = [
+    ("-- a\n/-- doc -/ x", [("line_comment", "-- a"), ("doc_comment", "/-- doc -/")], "    \n/--     -/ x"),
+    ("-- a\n/-! m -/ x", [("line_comment", "-- a"), ("module_doc", "/-! m -/")], "    \n/-!   -/ x"),
+    ("/---/ x", [("doc_comment", "/---/")], "/---/ x"),
+    ("x --- c\ny", [("line_comment", "--- c")], "x      \ny"),
+    ("-- c\nx <|>", [("line_comment", "-- c")], "    \nx <|>"),
+    ("}\n-- c", [("line_comment", "-- c")], "}\n    "),
+    ('x := s!"{ { {a} } } z"', [("string", '"{'), ("string", '} z"')], 'x := s!"{ { {a} } }  "'),
+    ("x {-- c\n}", [("line_comment", "-- c")], "x {    \n}"),
+    ("x ''\"s\"", [("string", '"s"')], "x ''\" \""),
+    ("«a» -- c\n«b»", [("line_comment", "-- c")], "«a»     \n«b»"),
+    ('«a»"s"', [("string", '"s"')], '«a»" "'),
+    ("(a!-- c\n)", [("line_comment", "-- c")], "(a!    \n)"),
+    ('x := s!"{a}"-- c', [("string", '"{'), ("string", '}"'), ("line_comment", "-- c")], 'x := s!"{a}"    '),
+    ('x := s!"{"x"}y"', [("string", '"{'), ("string", '"x"'), ("string", '}y"')], 'x := s!"{" "} "'),
+]
+
+
+@pytest.mark.parametrize(("text", "lexemes", "view"), READINGS, ids=[r[0] for r in READINGS])
+def test_readings_exactly(text: str, lexemes: list[tuple[str, str]], view: str) -> None:
+    # A doc comment after a comment is still a doc comment; `/---/` is `/--` closed by `-/`;
+    # `---` is a line comment; a stray `}` outside a string ends nothing; braces nest inside an
+    # interpolation; `''`, `«a»` and `a!` are passed whole.
+    assert kinds(text) == lexemes
+    assert code(text) == view
