@@ -242,6 +242,73 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "CONSTANT_KEYS: tuple[str, ...] = ('thm', 'def', 'axiom', 'opaque', 'quot', 'XXmutantXX')",
         "no export line has that key (Parse.lean's kinds), so an extra kind is never matched",
     ),
+    Equivalent(
+        "lexer",
+        "if end is None or pos + 3 > len(text):",
+        "if end is None or pos - 3 > len(text):",
+        "redundant clause: when pos + 3 >= len(text), finish_block(pos + 3) finds no `-/` and returns None",
+    ),
+    Equivalent(
+        "lexer",
+        "if end is None or pos + 3 > len(text):",
+        "if end is None or pos + 4 > len(text):",
+        "redundant clause: when pos + 3 >= len(text), finish_block(pos + 3) finds no `-/` and returns None",
+    ),
+    Equivalent(
+        "lexer",
+        "if end is None or pos + 3 > len(text):",
+        "if end is None or pos + 3 >= len(text):",
+        "redundant clause: when pos + 3 >= len(text), finish_block(pos + 3) finds no `-/` and returns None",
+    ),
+    Equivalent(
+        "lexer",
+        'before = text[pos - 1] if pos > 0 else "\\n"',
+        'before = text[pos - 1] if pos > 0 else "XX\\nXX"',
+        "`before` is only tested for membership in the operator, `!?` and `.`/backquote sets, "
+        "which hold neither a newline nor XX\\nXX",
+    ),
+    Equivalent(
+        "lexer",
+        'elif ch in "-/":  # `--` or `/-`, by construction of the code pattern',
+        'elif ch in "XX-/XX":  # `--` or `/-`, by construction of the code pattern',
+        "the code pattern consumes every X as part of a name, so the stop character is never X",
+    ),
+    Equivalent(
+        "lexer",
+        "if end < 0:",
+        "if end <= 0:",
+        "find from pos (the `«`) returns -1 or a position > pos >= 0, never 0",
+    ),
+    Equivalent(
+        "lexer",
+        "if end < 0:",
+        "if end < 1:",
+        "find from pos (the `«`) returns -1 or a position > pos >= 0, never 0",
+    ),
+    Equivalent(
+        "lexer",
+        "if close < 0:",
+        "if close <= 0:",
+        "find from m.end() >= 2 returns -1 or a position >= 2, never 0 or 1",
+    ),
+    Equivalent(
+        "lexer",
+        "if close < 0:",
+        "if close < 1:",
+        "find from m.end() >= 2 returns -1 or a position >= 2, never 0 or 1",
+    ),
+    Equivalent(
+        "lexer",
+        "continue",
+        "break",
+        "unreachable: the code pattern stops at `r` only before a raw string start",
+    ),
+    Equivalent(
+        "lexer",
+        'if before in ".`":',
+        'if before in "XX.`XX":',
+        'an X right before `r"` is part of a name that the code pattern consumes with the `r`',
+    ),
 )
 
 
