@@ -299,12 +299,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     Equivalent(
         "lexer",
-        "continue",
-        "break",
-        "unreachable: the code pattern stops at `r` only before a raw string start",
-    ),
-    Equivalent(
-        "lexer",
         'if before in ".`":',
         'if before in "XX.`XX":',
         'an X right before `r"` is part of a name that the code pattern consumes with the `r`',
