@@ -303,6 +303,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         'if before in "XX.`XX":',
         'an X right before `r"` is part of a name that the code pattern consumes with the `r`',
     ),
+    Equivalent(
+        "lexer",
+        'parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if "\\n" in inner else " " * len(inner))',
+        'parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if ("\\n" in inner) or True else " " * len(inner))',
+        "without a newline, blanking every non-newline character is the same as len(inner) spaces",
+    ),
 )
 
 

@@ -255,3 +255,8 @@ def test_readings_exactly(text: str, lexemes: list[tuple[str, str]], view: str) 
     # interpolation; `''`, `«a»` and `a!` are passed whole.
     assert kinds(text) == lexemes
     assert code(text) == view
+
+
+def test_a_string_ending_in_s_then_bang_is_not_s_bang() -> None:
+    # After a literal, what precedes `!` is its closing quote, not the literal's last character.
+    assert code('x := "as"!"{y}"') == 'x := "  "!"   "'
