@@ -260,3 +260,9 @@ def test_readings_exactly(text: str, lexemes: list[tuple[str, str]], view: str) 
 def test_a_string_ending_in_s_then_bang_is_not_s_bang() -> None:
     # After a literal, what precedes `!` is its closing quote, not the literal's last character.
     assert code('x := "as"!"{y}"') == 'x := "  "!"   "'
+
+
+@pytest.mark.parametrize("before", ["{a}", "x {", "«a»"])
+def test_s_bang_right_after_a_brace_or_an_escaped_name_is_interpolated(before: str) -> None:
+    # `}`, `{` and `»` end a token, so the `s!` after them is the whole token.
+    assert code(f'x := {before}s!"{{y}}"').endswith('s!"{y}"')
