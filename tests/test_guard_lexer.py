@@ -266,3 +266,19 @@ def test_a_string_ending_in_s_then_bang_is_not_s_bang() -> None:
 def test_s_bang_right_after_a_brace_or_an_escaped_name_is_interpolated(before: str) -> None:
     # `}`, `{` and `»` end a token, so the `s!` after them is the whole token.
     assert code(f'x := {before}s!"{{y}}"').endswith('s!"{y}"')
+
+
+def test_lexeme_kinds_are_exactly() -> None:
+    # The guard's rules and traces name these kinds; a new one must be a decision made here too.
+    from typing import get_args
+
+    from lean_mod_add_proof.grading.lexer import LexemeKind
+
+    assert get_args(LexemeKind) == (
+        "line_comment",
+        "block_comment",
+        "doc_comment",
+        "module_doc",
+        "string",
+        "char",
+    )
