@@ -55,6 +55,8 @@ GRADING = f"{PACKAGE}/grading"
 #: module -> its own tests (the first ones listed run first in the supplement pass, so put the
 #: fastest killers first).
 MODULES: dict[str, tuple[str, ...]] = {
+    "kernels": ("tests/test_kernels_unit.py", "tests/test_kernels.py"),
+    "export_text": ("tests/test_export_text.py",),
     "judge": ("tests/test_judge_protocol.py", "tests/test_grading_layout.py"),
     "result": ("tests/test_result_flags.py",),
     "axioms": ("tests/test_axioms_reasons.py", "tests/test_axioms.py"),
@@ -191,6 +193,121 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "pos = n if end < 0 else end + 1",
         "pos = n if end < 1 else end + 1",
         "end is where a newline was found after `--` at pos >= 0, so end >= 2 whenever it is found",
+    ),
+    Equivalent(
+        "judge",
+        'verdict_from: VerdictFrom = "olean",',
+        'verdict_from: VerdictFrom = "XXoleanXX",',
+        'any value but "export" takes the olean branch, so the default\'s spelling does nothing at run time',
+    ),
+    Equivalent(
+        "judge",
+        'verdict_from: VerdictFrom = "olean",',
+        'verdict_from: VerdictFrom = "OLEAN",',
+        'any value but "export" takes the olean branch, so the default\'s spelling does nothing at run time',
+    ),
+    Equivalent(
+        "export_text",
+        "obj = json.loads(line) if line.strip() else None",
+        "obj = json.loads(line) if (line.strip()) or True else None",
+        "json.loads of an empty or blank line raises ValueError, which the except also turns into None",
+    ),
+    Equivalent(
+        "export_text",
+        "obj = None",
+        'obj = ""',
+        'every reader of _objects tests isinstance(obj, dict), which None and "" both fail',
+    ),
+    Equivalent(
+        "export_text",
+        'if by_index.get(body.get("name", -1)) == name:',
+        'if by_index.get(body.get("name", None)) == name:',
+        "an export's name indices are naturals (Parse.lean), so -1, -2 and None all miss and give None",
+    ),
+    Equivalent(
+        "export_text",
+        'if by_index.get(body.get("name", -1)) == name:',
+        'if by_index.get(body.get("name", )) == name:',
+        "an export's name indices are naturals (Parse.lean), so -1, -2 and None all miss and give None",
+    ),
+    Equivalent(
+        "export_text",
+        'if by_index.get(body.get("name", -1)) == name:',
+        'if by_index.get(body.get("name", -2)) == name:',
+        "an export's name indices are naturals (Parse.lean), so -1, -2 and None all miss and give None",
+    ),
+    Equivalent(
+        "export_text",
+        'CONSTANT_KEYS: tuple[str, ...] = ("thm", "def", "axiom", "opaque", "quot")',
+        "CONSTANT_KEYS: tuple[str, ...] = ('thm', 'def', 'axiom', 'opaque', 'quot', 'XXmutantXX')",
+        "no export line has that key (Parse.lean's kinds), so an extra kind is never matched",
+    ),
+    Equivalent(
+        "lexer",
+        "if end is None or pos + 3 > len(text):",
+        "if end is None or pos - 3 > len(text):",
+        "redundant clause: when pos + 3 >= len(text), finish_block(pos + 3) finds no `-/` and returns None",
+    ),
+    Equivalent(
+        "lexer",
+        "if end is None or pos + 3 > len(text):",
+        "if end is None or pos + 4 > len(text):",
+        "redundant clause: when pos + 3 >= len(text), finish_block(pos + 3) finds no `-/` and returns None",
+    ),
+    Equivalent(
+        "lexer",
+        "if end is None or pos + 3 > len(text):",
+        "if end is None or pos + 3 >= len(text):",
+        "redundant clause: when pos + 3 >= len(text), finish_block(pos + 3) finds no `-/` and returns None",
+    ),
+    Equivalent(
+        "lexer",
+        'before = text[pos - 1] if pos > 0 else "\\n"',
+        'before = text[pos - 1] if pos > 0 else "XX\\nXX"',
+        "`before` is only tested for membership in the operator, `!?` and `.`/backquote sets, "
+        "which hold neither a newline nor XX\\nXX",
+    ),
+    Equivalent(
+        "lexer",
+        'elif ch in "-/":  # `--` or `/-`, by construction of the code pattern',
+        'elif ch in "XX-/XX":  # `--` or `/-`, by construction of the code pattern',
+        "the code pattern consumes every X as part of a name, so the stop character is never X",
+    ),
+    Equivalent(
+        "lexer",
+        "if end < 0:",
+        "if end <= 0:",
+        "find from pos (the `«`) returns -1 or a position > pos >= 0, never 0",
+    ),
+    Equivalent(
+        "lexer",
+        "if end < 0:",
+        "if end < 1:",
+        "find from pos (the `«`) returns -1 or a position > pos >= 0, never 0",
+    ),
+    Equivalent(
+        "lexer",
+        "if close < 0:",
+        "if close <= 0:",
+        "find from m.end() >= 2 returns -1 or a position >= 2, never 0 or 1",
+    ),
+    Equivalent(
+        "lexer",
+        "if close < 0:",
+        "if close < 1:",
+        "find from m.end() >= 2 returns -1 or a position >= 2, never 0 or 1",
+    ),
+    Equivalent(
+        "lexer",
+        'if before in ".`":',
+        'if before in "XX.`XX":',
+        'an X right before `r"` is part of a name that the code pattern consumes with the `r`',
+    ),
+    Equivalent(
+        "lexer",
+        'parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if "\\n" in inner else " " * len(inner))',
+        'parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if ("\\n" in inner) or True else " " * len(inner))',
+        "without a newline, blanking every non-newline character is the same as len(inner) spaces",
     ),
 )
 

@@ -84,3 +84,56 @@ def test_edits_never_touch_other_lines(extra: list[str]) -> None:
 
 def test_require_keeps_an_export_that_holds_the_constant() -> None:
     assert require_constant(EXPORT, "A.row") == EXPORT
+
+
+def _chain(depth: int) -> str:
+    """A name `n.n.….n` of `depth` components, deepest first, so that resolving it recurses."""
+    return "".join(f'{{"in":{i},"str":{{"pre":{i - 1},"str":"n"}}}}\n' for i in range(depth, 0, -1))
+
+
+def test_names_defined_before_their_prefix_resolve() -> None:
+    assert names(_chain(3)) == {3: "n.n.n", 2: "n.n", 1: "n"}
+
+
+def test_a_cyclic_or_too_deep_name_fails_closed_as_an_edit_error() -> None:
+    # Not a RecursionError: the cap is below Python's recursion limit.
+    with pytest.raises(ExportEditError, match="name index 1"):
+        names('{"in":1,"str":{"pre":1,"str":"x"}}\n')
+    assert names(_chain(201))[201] == ".".join(["n"] * 201)
+    with pytest.raises(ExportEditError, match="name index 1 is"):
+        names(_chain(202))
+
+
+def test_lines_with_spaces_and_blank_lines_keep_their_places() -> None:
+    spaced = [json.dumps(json.loads(line)) for line in LINES]  # `", "` and `": "` separators
+    text = "\n".join([*spaced[:7], "", *spaced[7:]]) + "\n"
+    assert names(text) == {1: "A", 2: "A.thm", 3: "A.row", 4: "A.row.7"}
+    assert drop_constant(text, "A.row").split("\n") == [*spaced[:7], "", spaced[8], ""]
+
+
+@pytest.mark.parametrize("kind", ["thm", "def", "axiom", "opaque", "quot"])
+def test_every_one_line_constant_kind_is_found(kind: str) -> None:
+    text = EXPORT + json.dumps({kind: {"name": 4, "levelParams": [], "type": 0}}) + "\n"
+    assert require_constant(text, "A.row.7") == text
+
+
+def test_an_inductive_block_or_a_nameless_constant_is_not_a_one_line_constant() -> None:
+    # `inductive` holds several constants (Parse.lean), so it is never edited as one line.
+    text = EXPORT + '{"inductive":{"name":4,"types":[],"ctors":[]}}\n'
+    with pytest.raises(ExportEditError, match="no constant"):
+        require_constant(text, "A.row.7")
+    nameless = EXPORT + '{"def":{"levelParams":[],"type":0}}\n'
+    with pytest.raises(ExportEditError, match="no constant"):
+        require_constant(nameless, "A")
+    with pytest.raises(ExportEditError, match="no constant"):
+        require_constant(EXPORT + '{"thm":5}\n', "A")
+
+
+def test_retype_writes_the_line_compactly() -> None:
+    out = retype_constant(EXPORT, "A.thm", "A.row").split("\n")
+    assert out[8] == '{"thm":{"name":2,"levelParams":[],"type":0,"value":1,"all":[2]}}'
+
+
+def test_append_strips_only_trailing_newlines() -> None:
+    assert append_line("AX \n\n", "b") == "AX \nb\n"
+    assert append_line("AX\n", "b") == "AX\nb\n"

@@ -133,3 +133,152 @@ def test_lex_is_total_and_keeps_length(text: str) -> None:
     assert len(lexed.code) == len(text)
     for lexeme in lexed.lexemes:
         assert 0 <= lexeme.start < lexeme.end <= len(text)
+
+
+# --- exact problems and code views (each reason and position is what the guard reports) ----------
+
+PROBLEMS: list[tuple[str, str, int]] = [
+    ('x "abc', "an unterminated string literal", 2),
+    ("x /- abc", "an unterminated comment", 2),
+    ("x /-", "an unterminated comment", 2),
+    ("x /-- abc", "an unterminated doc comment", 2),
+    ("x /--", "an unterminated doc comment", 2),
+    ('x r#"abc"', "an unterminated raw string literal", 2),
+    ("x «abc", "an unterminated '«' name", 2),
+    ("x 'ab'", "a malformed character literal", 2),
+    ('x s!"a {b', "an unterminated string interpolation", 7),
+    ('x s!"a {b}', "an unterminated string literal", 4),
+    ('x s!"a', "an unterminated string literal", 4),
+    ('a.r"x"', "a raw string right after '.' (there `r` may continue a name)", 2),
+    ('a`r"x"', "a raw string right after '`' (there `r` may continue a name)", 2),
+    (
+        "x <-- c",
+        "a comment opened right after '<' (Lean may read '<-' as one token; put a space before the comment)",
+        3,
+    ),
+    ('panic! "{x}"', "a string with '{' right after a name ending in '!' other than s! or f!", 7),
+]
+
+
+@pytest.mark.parametrize(("text", "reason", "pos"), PROBLEMS, ids=[p[0] for p in PROBLEMS])
+def test_each_problem_is_reported_with_its_reason_and_position(text: str, reason: str, pos: int) -> None:
+    problem = lex(text).problem
+    assert problem is not None and (problem.reason, problem.pos) == (reason, pos)
+
+
+def _nested(levels: int) -> str:
+    return 'x := s!"' + '{s!"' * (levels - 1) + "{y}" + '"}' * (levels - 1) + '"'
+
+
+def test_interpolations_nest_exactly_sixteen_deep() -> None:
+    assert lex(_nested(16)).problem is None
+    problem = lex(_nested(17)).problem
+    assert problem is not None and (problem.reason, problem.pos) == (
+        "string interpolations nested too deep",
+        72,
+    )
+
+
+VIEWS: list[tuple[str, str]] = [
+    ('x "a\\"b" y', 'x "    " y'),
+    ('r#"a"b"# y', '"      " y'),
+    ('x := r"ab" ++ r#"cd"#', 'x := "   " ++ "     "'),
+    ("c := '\\x41' z", "c := '    ' z"),
+    ("c := '' z", "c := '' z"),
+    ('s!"a{b}c" d', 's!" {b} " d'),
+    ('f!"{ {a} }" -- c', 'f!"{ {a} }"     '),
+    ("/-- doc -/ x", "/--     -/ x"),
+    ("/-! m -/ x", "/-!   -/ x"),
+    ("/-- /- a -/ doc -/ x", "/--" + " " * 13 + "-/ x"),
+    ("/-- /- a -/ doc -/ x -- c", "/--" + " " * 13 + "-/ x     "),
+    ("a «b c» d", "a «b c» d"),
+    ("x -- c\ny", "x     \ny"),
+    ("a /- b\nc -/ d", "a     \n     d"),
+    ("a /-/ b -/ d", "a          d"),
+    ("{a} -- c\n}", "{a}     \n}"),
+]
+
+
+@pytest.mark.parametrize(("text", "view"), VIEWS, ids=[v[0] for v in VIEWS])
+def test_code_view_exactly(text: str, view: str) -> None:
+    assert code(text) == view
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'x := s! /- a -/ /- b -/ /- c -/ "{y}"',
+        'x := s!\n  -- a\n  -- b\n  "{y}"',
+        'x := f!   \n\n   "{y}"',
+    ],
+)
+def test_comments_between_s_bang_and_its_string_keep_it_interpolated(text: str) -> None:
+    # Lean's `whitespace` skips any number of comments between the `s!` token and its string, so
+    # `{y}` is code; a lexer that forgot `s!` behind them would blank `y` out of the code view.
+    assert code(text).endswith('"{y}"')
+
+
+def test_comments_between_another_bang_name_and_a_brace_string_are_refused() -> None:
+    problem = lex('panic! /- a -/ /- b -/ "{x}"').problem
+    assert problem is not None and problem.reason.startswith("a string with '{' right after a name")
+
+
+@pytest.mark.parametrize("text", ['x := ab.s! "{y}"', 'x := as! "{y}"'])
+def test_a_name_merely_ending_in_s_bang_is_not_s_bang(text: str) -> None:
+    problem = lex(text).problem
+    assert problem is not None and problem.reason.startswith("a string with '{' right after a name")
+
+
+# (text, its lexemes as (kind, text), its code view): each pins one reading that a lexer slip changes
+READINGS: list[tuple[str, list[tuple[str, str]], str]] = [
+    ("-- a\n/-- doc -/ x", [("line_comment", "-- a"), ("doc_comment", "/-- doc -/")], "    \n/--     -/ x"),
+    ("-- a\n/-! m -/ x", [("line_comment", "-- a"), ("module_doc", "/-! m -/")], "    \n/-!   -/ x"),
+    ("/---/ x", [("doc_comment", "/---/")], "/---/ x"),
+    ("x --- c\ny", [("line_comment", "--- c")], "x      \ny"),
+    ("-- c\nx <|>", [("line_comment", "-- c")], "    \nx <|>"),
+    ("}\n-- c", [("line_comment", "-- c")], "}\n    "),
+    ('x := s!"{ { {a} } } z"', [("string", '"{'), ("string", '} z"')], 'x := s!"{ { {a} } }  "'),
+    ("x {-- c\n}", [("line_comment", "-- c")], "x {    \n}"),
+    ("x ''\"s\"", [("string", '"s"')], "x ''\" \""),
+    ("«a» -- c\n«b»", [("line_comment", "-- c")], "«a»     \n«b»"),
+    ('«a»"s"', [("string", '"s"')], '«a»" "'),
+    ("(a!-- c\n)", [("line_comment", "-- c")], "(a!    \n)"),
+    ('x := s!"{a}"-- c', [("string", '"{'), ("string", '}"'), ("line_comment", "-- c")], 'x := s!"{a}"    '),
+    ('x := s!"{"x"}y"', [("string", '"{'), ("string", '"x"'), ("string", '}y"')], 'x := s!"{" "} "'),
+]
+
+
+@pytest.mark.parametrize(("text", "lexemes", "view"), READINGS, ids=[r[0] for r in READINGS])
+def test_readings_exactly(text: str, lexemes: list[tuple[str, str]], view: str) -> None:
+    # A doc comment after a comment is still a doc comment; `/---/` is `/--` closed by `-/`;
+    # `---` is a line comment; a stray `}` outside a string ends nothing; braces nest inside an
+    # interpolation; `''`, `«a»` and `a!` are passed whole.
+    assert kinds(text) == lexemes
+    assert code(text) == view
+
+
+def test_a_string_ending_in_s_then_bang_is_not_s_bang() -> None:
+    # After a literal, what precedes `!` is its closing quote, not the literal's last character.
+    assert code('x := "as"!"{y}"') == 'x := "  "!"   "'
+
+
+@pytest.mark.parametrize("before", ["{a}", "x {", "«a»"])
+def test_s_bang_right_after_a_brace_or_an_escaped_name_is_interpolated(before: str) -> None:
+    # `}`, `{` and `»` end a token, so the `s!` after them is the whole token.
+    assert code(f'x := {before}s!"{{y}}"').endswith('s!"{y}"')
+
+
+def test_lexeme_kinds_are_exactly() -> None:
+    # The guard's rules and traces name these kinds; a new one must be a decision made here too.
+    from typing import get_args
+
+    from lean_mod_add_proof.grading.lexer import LexemeKind
+
+    assert get_args(LexemeKind) == (
+        "line_comment",
+        "block_comment",
+        "doc_comment",
+        "module_doc",
+        "string",
+        "char",
+    )

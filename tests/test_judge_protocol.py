@@ -73,6 +73,19 @@ def test_judge_argv_with_no_imports() -> None:
     assert "--allow-import" not in argv and "--require-import" not in argv and argv[-1] == "C"
 
 
+def test_judge_argv_on_the_export_route_reads_the_export_and_not_the_olean() -> None:
+    common = dict(
+        submission_module="LeanCheckedNetwork.Submission", theorem="T", spec="S", check="C",
+        toolchain_dir=Path("/tc"), allowed_imports=(), required_imports=(),
+    )  # fmt: skip
+    argv = judge_argv(["./judge"], verdict_from="export", **common)  # type: ignore[arg-type]
+    assert argv[:3] == ["./judge", "--export", "submission/Submission.ndjson"]
+    assert "--olean" not in argv
+    olean = judge_argv(["./judge"], verdict_from="olean", **common)  # type: ignore[arg-type]
+    assert olean[:3] == ["./judge", "--olean", "submission/Submission.olean"] and "--export" not in olean
+    assert olean[3:] == argv[3:]
+
+
 # --- lines ---------------------------------------------------------------------------------------
 
 

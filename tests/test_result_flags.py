@@ -17,12 +17,18 @@ from lean_mod_add_proof.grading.result import (
     STAGES,
     AxiomsMode,
     CommandRecord,
+    GradeIn,
     GraderConfig,
     GradeResult,
     GraderSettings,
+    JudgeChoice,
     JudgeMode,
+    JudgeName,
+    KernelRun,
+    KernelsChoice,
     SandboxMode,
     Stage,
+    VerdictFrom,
     flag_name,
     verdict_exit_code,
 )
@@ -153,6 +159,59 @@ def test_literal_choices_are_exactly() -> None:
     assert get_args(SandboxMode) == ("auto", "on", "off")
     assert get_args(JudgeMode) == ("native", "interpreted")
     assert get_args(GradeResult.model_fields["cache"].annotation) == ("hit", "built", "off", "unused")
+    assert get_args(JudgeChoice) == ("auto", "replay", "comparator")
+    assert get_args(JudgeName) == ("replay", "comparator")
+    assert get_args(VerdictFrom) == ("export", "olean")
+    assert get_args(KernelsChoice) == ("official", "all")
+    assert get_args(GradeIn) == ("host", "runtime")
+    assert get_args(KernelRun.model_fields["verdict"].annotation) == ("accepted", "rejected", "not judged")
+
+
+@pytest.mark.parametrize(
+    ("setting", "choice"),
+    [("judge", c) for c in ("auto", "replay", "comparator")]
+    + [("kernels", c) for c in ("official", "all")]
+    + [("grade_in", c) for c in ("host", "runtime")],
+)
+def test_every_choice_of_a_setting_is_accepted(setting: str, choice: str) -> None:
+    assert getattr(GraderConfig(**{setting: choice}), setting) == choice  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("verdict", ["accepted", "rejected", "not judged"])
+def test_a_kernel_run_records_each_verdict_and_defaults_to_no_time_and_no_detail(verdict: str) -> None:
+    run = KernelRun(name="lean", verdict=verdict)  # type: ignore[arg-type]
+    assert (run.verdict, run.seconds, run.detail) == (verdict, 0.0, "")
+
+
+@pytest.mark.parametrize("judge", ["replay", "comparator"])
+def test_a_result_names_either_judge(judge: str) -> None:
+    assert GradeResult(judge=judge).judge == judge  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", ["export", "olean"])
+def test_a_result_records_either_source(source: str) -> None:
+    assert GradeResult(verdict_from=source).verdict_from == source  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "name", ["leanprover/lean4:v4.35.0", "leanprover/lean4:v4.35.0-rc2", "leanprover/lean4:v10.0.11"]
+)
+def test_a_release_or_release_candidate_toolchain_is_accepted(name: str) -> None:
+    assert GraderConfig(lean_toolchain=name).lean_toolchain == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "stable",
+        "leanprover/lean4:nightly-2025-01-01",
+        "leanprover/lean4:v4.35.0-rc2 ",
+        "xleanprover/lean4:v4.35.0",
+    ],
+)
+def test_an_alias_or_nightly_toolchain_is_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match="lean_toolchain"):
+        GraderConfig(lean_toolchain=name)
 
 
 FLAGS = ("guard_passed", "build_passed", "leanchecker_passed", "statement_passed", "axioms_passed")

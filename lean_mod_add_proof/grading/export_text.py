@@ -49,7 +49,9 @@ def names(text: str) -> dict[int, str]:
     def resolve(i: int, depth: int = 0) -> str:
         if i in resolved:
             return resolved[i]
-        if i not in parts or depth > 10_000:
+        # Far below Python's recursion limit (1000), so that a cyclic or absurdly deep name is
+        # this error rather than a RecursionError; real names are a few components deep.
+        if i not in parts or depth > 200:
             raise ExportEditError(f"name index {i} is not defined")
         pre, last = parts[i]
         head = resolve(pre, depth + 1)

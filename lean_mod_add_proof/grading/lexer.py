@@ -131,9 +131,10 @@ class _Lexer:
 
     def note_code(self, chunk: str) -> None:
         """Keep the last characters of code read, whitespace (and so comments) as one space."""
-        lead = " " if chunk[:1].isspace() else ""
-        trail = " " if chunk[-1:].isspace() else ""
-        self.last_code = (self.last_code + lead + " ".join(chunk.split()) + trail)[-6:]
+        # Collapsed across calls too: comments between `s!` and its string (Lean's `whitespace`
+        # skips any number of them) must not push `s!` out of the window.
+        joined = self.last_code + chunk
+        self.last_code = (" ".join(joined.split()) + (" " if joined[-1:].isspace() else ""))[-6:]
 
     def add(self, kind: LexemeKind, start: int, end: int, quote: str | None = None) -> None:
         """Record a lexeme; the code view blanks it (newlines kept). A literal keeps a quote at
