@@ -435,6 +435,39 @@ class _Grade:
         self.result.peak_memory_mb = max(self.result.peak_memory_mb, outcome.peak_rss_mb)
         return outcome
 
+    async def run_on_verdict_dir(
+        self,
+        env: _Env,
+        argv: Sequence[str],
+        deadline: float,
+        *,
+        search_path: Sequence[Path],
+        output_cap_bytes: int | None = None,
+        extra_readonly: Sequence[Path] = (),
+        memory_extra_mb: int = 0,
+    ) -> CommandOutcome:
+        """One command of the verdict step (the judge, or a bundled checker), recorded: in the
+        verdict directory, read-only, with the judge's own /tmp. A panic aborts instead of
+        printing and going on, as `lake comparator` runs its steps: crafted module data cannot
+        then flood the output with panics (each a "key is not present" lookup in the replay) to
+        push it past its cap."""
+        return self.record(
+            await env.run(
+                "leanchecker",
+                argv,
+                self.verdict_dir,
+                deadline,
+                search_path=search_path,
+                grade_dir=self.grade_dir,
+                writable=False,
+                tmp_name=pkgmod.JUDGE_TMP,
+                output_cap_bytes=output_cap_bytes,
+                extra_readonly=extra_readonly,
+                memory_extra_mb=memory_extra_mb,
+                extra_env={"LEAN_ABORT_ON_PANIC": "1"},
+            )
+        )
+
     def fail(self, stage: Stage, reason: str, *, judged: bool = True) -> None:
         self.end()
         self.result.failed_stage = stage
@@ -840,24 +873,14 @@ class _Grade:
             required_imports=(REQUIRED_IMPORT,),
             verdict_from=env.route.reads,
         )
-        out = self.record(
-            await env.run(
-                "leanchecker",
-                argv,
-                self.verdict_dir,
-                deadline,
-                search_path=[self.verdict_dir / pkgmod.VERDICT_LIB],
-                grade_dir=self.grade_dir,
-                writable=False,
-                tmp_name=pkgmod.JUDGE_TMP,
-                output_cap_bytes=max(JUDGE_OUTPUT_CAP, self.config.output_cap_bytes),
-                extra_readonly=extra_readonly,
-                memory_extra_mb=JUDGE_MEMORY_MB[env.judge_mode],
-                # A panic aborts instead of printing and going on, as `lake comparator` runs its
-                # steps: crafted module data cannot then flood the judge's output with panics
-                # (each a "key is not present" lookup in the replay) to push it past its cap.
-                extra_env={"LEAN_ABORT_ON_PANIC": "1"},
-            )
+        out = await self.run_on_verdict_dir(
+            env,
+            argv,
+            deadline,
+            search_path=[self.verdict_dir / pkgmod.VERDICT_LIB],
+            output_cap_bytes=max(JUDGE_OUTPUT_CAP, self.config.output_cap_bytes),
+            extra_readonly=extra_readonly,
+            memory_extra_mb=JUDGE_MEMORY_MB[env.judge_mode],
         )
         if out.timed_out or out.limit_exceeded:
             raise _Failed("leanchecker", command_failure("the judge", out, self.config.timeout_s) or "")
@@ -1018,19 +1041,7 @@ class _Grade:
                 continue
             argv = kernelsmod.checker_argv(binary, checker, str(export), config_path)
             try:
-                out = self.record(
-                    await env.run(
-                        "leanchecker",
-                        argv,
-                        self.verdict_dir,
-                        deadline,
-                        search_path=[],
-                        grade_dir=self.grade_dir,
-                        writable=False,
-                        tmp_name=pkgmod.JUDGE_TMP,
-                        extra_env={"LEAN_ABORT_ON_PANIC": "1"},
-                    )
-                )
+                out = await self.run_on_verdict_dir(env, argv, deadline, search_path=[])
             except HostFault as fault:
                 runs.append(
                     KernelRun(name=checker.name, verdict="not judged", detail=one_line(fault.reason, 120))
