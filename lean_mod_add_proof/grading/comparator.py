@@ -119,6 +119,7 @@ from lean_mod_add_proof.grading.lean_names import (
     theorem_name,
     theorem_signature,
 )
+from lean_mod_add_proof.grading.messages import one_line
 from lean_mod_add_proof.grading.package import (
     NETWORK_PATH,
     WEIGHTS_PATH,
@@ -315,13 +316,8 @@ def _last_error(text: str) -> str:
     lines = [ln.strip() for ln in _lines(text) if ln.strip()]
     for ln in reversed(lines):
         if ln.startswith("error:"):
-            return _one_line(ln)
-    return _one_line(lines[-1]) if lines else "(no output)"
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+            return one_line(ln)
+    return one_line(lines[-1]) if lines else "(no output)"
 
 
 def solution_phase_start(

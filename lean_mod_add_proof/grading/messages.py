@@ -28,6 +28,8 @@ import re
 MAX_JSON_LINE_CHARS = 1 << 18
 #: Deepest bracket nesting read as JSON: a Lean message nests 2 deep (`{"pos": {...}}`).
 MAX_JSON_DEPTH = 16
+#: How long one line of a reason or a note may be (`one_line`).
+REASON_MAX_CHARS = 300
 
 _PLAIN_HEADER_RE = re.compile(
     r"^(?P<file>[^\n]*?):(?P<line>\d+):(?P<col>\d+)(?:-\d+:\d+)?: "
@@ -112,3 +114,10 @@ def error_messages(output: str) -> list[str]:
             current.append(line)
     flush()
     return errors
+
+
+def one_line(text: str, limit: int = REASON_MAX_CHARS) -> str:
+    """`text` on one line (its whitespace runs folded to one space), at most `limit` characters,
+    an ellipsis marking a cut (pure): how a reason, a note or a log line quotes output."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

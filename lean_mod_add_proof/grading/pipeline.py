@@ -57,7 +57,7 @@ from lean_mod_add_proof.grading.lean_names import (
     WEIGHTS_MODULE,
     theorem_name,
 )
-from lean_mod_add_proof.grading.messages import error_messages
+from lean_mod_add_proof.grading.messages import REASON_MAX_CHARS, error_messages, one_line
 from lean_mod_add_proof.grading.native_judge import BUILD_MEMORY_MB as NATIVE_JUDGE_BUILD_MEMORY_MB
 from lean_mod_add_proof.grading.native_judge import NativeJudge, NoNativeJudge, ensure_native_judge, unchanged
 from lean_mod_add_proof.grading.native_judge import forget as forget_native_judge
@@ -138,7 +138,7 @@ ExportEdit = Callable[[str], str]
 #: What a submission may import, as the judge sees it: `Init` is every non-`prelude` file's
 #: implicit import (the guard bans `prelude`), and the judge loads exactly these modules.
 JUDGE_IMPORTS: tuple[str, ...] = ("Init", *ALLOWED_IMPORTS)
-_REASON_MAX = 300
+_REASON_MAX = REASON_MAX_CHARS
 #: Set by the grader on the build's command line, never by the submission (the guard bans
 #: `set_option debug.*`): the judge's replay is then the single kernel check.
 SKIP_KERNEL_OPTION = "-Ddebug.skipKernelTC=true"
@@ -190,11 +190,6 @@ class _Failed(Exception):
 
 def _not_judged(stage: Stage, reason: str) -> _Failed:
     return _Failed(stage, reason, judged=False)
-
-
-def one_line(text: str, limit: int = _REASON_MAX) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def summarize_output(text: str) -> str:

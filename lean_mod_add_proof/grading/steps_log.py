@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from lean_mod_add_proof.grading.messages import one_line
+
 #: The logger every module's logger sits under (`logging.getLogger(__name__)` in the package).
 PACKAGE_LOGGER = "lean_mod_add_proof"
 
@@ -34,16 +36,10 @@ class Step:
     detail: str = ""
 
 
-def one_line(text: str, limit: int = DETAIL_MAX_CHARS) -> str:
-    """`text` on one line, at most `limit` characters (pure)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def end_line(what: str, step: Step, seconds: float) -> str:
     """The end line's text (pure), e.g. `self-test passed in 41.2 s`."""
     line = f"{what} {step.outcome} in {seconds:.1f} s"
-    return f"{line}: {one_line(step.detail)}" if step.detail else line
+    return f"{line}: {one_line(step.detail, DETAIL_MAX_CHARS)}" if step.detail else line
 
 
 @contextmanager
