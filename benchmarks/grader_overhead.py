@@ -12,9 +12,13 @@ Compare figures only from an otherwise idle machine: under load every wake-up of
 threads and processes waits for a core, the overhead grows and its quartiles spread (on the
 shared 2-core machine, from 12-20 ms to 20-90 ms).
 
-Then throughput: one grader process, cached grades, concurrency 1 to 4 x the core count, with
-the ratio to concurrency 1 and the grader process's own CPU time per grade (its children
-excluded): that CPU time, under one GIL, is what caps one process on a big host.
+Then throughput: one grader process, cached grades, 1 to 4 x the core count grades in flight,
+with the ratio to one in flight, and the grader process's own CPU time per grade (its children
+excluded; the process watchers' part apart): that CPU time, under one GIL, is what caps one
+process on a big host. Two series: the grader's default `max_concurrent` (cores / threads: the
+grades past it wait for a slot), and `max_concurrent` = in flight (all at once: past the core
+count the double's processes outnumber the cores, and only the grader's CPU per grade tells
+whether its own work grows with the commands running).
 
     .venv/bin/python benchmarks/grader_overhead.py [--rounds N] [--throughput-grades N] [--levels 1,2,4]
 """
@@ -47,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from helpers import double_config, grade_task, submission  # noqa: E402
 
 from lean_mod_add_proof.grading import cache as cachemod  # noqa: E402
-from lean_mod_add_proof.grading import native_judge, pipeline, workdirs  # noqa: E402
+from lean_mod_add_proof.grading import native_judge, pipeline, process, workdirs  # noqa: E402
 from lean_mod_add_proof.grading import package as pkgmod  # noqa: E402
 from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 from lean_mod_add_proof.grading.process import TREE_ENV_VAR  # noqa: E402
@@ -230,18 +234,98 @@ async def pass_selftest(tmp: Path, sandbox: str) -> None:
     assert res.accepted, res.reason
 
 
-async def throughput(tmp: Path, n: int, concurrency: int, sandbox: str) -> tuple[float, float]:
-    """(grades per second, the grader's own CPU seconds per grade) for `n` cached grades."""
-    config = double_config(tmp, sandbox=sandbox, max_concurrent=concurrency)
+@contextlib.contextmanager
+def timing_watchers(spent: list[float]) -> Iterator[None]:
+    """Add up the CPU time of the process watchers' threads (`process._Watcher.run`)."""
+    real = process._Watcher.run
+
+    def timed(watcher: process._Watcher) -> None:
+        start = time.thread_time()
+        try:
+            real(watcher)
+        finally:
+            spent.append(time.thread_time() - start)  # (list.append: atomic under the GIL)
+
+    process._Watcher.run = timed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        process._Watcher.run = real  # type: ignore[method-assign]
+
+
+@dataclass(frozen=True)
+class Throughput:
+    rate: float
+    """Grades per second."""
+    cpu: float
+    """The grader process's own CPU seconds per grade (its children excluded)."""
+    watchers: float
+    """Of that, the process watchers' threads, per grade."""
+
+
+async def throughput(
+    tmp: Path, n: int, in_flight: int, max_concurrent: int | None, sandbox: str
+) -> Throughput:
+    """`n` cached grades, `in_flight` at a time (as a trainer's concurrent rollouts call the
+    grader), with the grader's `max_concurrent` (None: its default, cores / threads)."""
+    config = double_config(tmp, sandbox=sandbox, max_concurrent=max_concurrent)
     await pass_selftest(tmp, sandbox)
     await grade(submission(), grade_task(), config)
+    slots = asyncio.Semaphore(in_flight)
+
+    async def one() -> Any:
+        async with slots:
+            return await grade(submission(), grade_task(), config)
+
+    watchers: list[float] = []
     cpu = cpu_seconds()
     start = time.perf_counter()
-    results = await asyncio.gather(*(grade(submission(), grade_task(), config) for _ in range(n)))
+    with timing_watchers(watchers):
+        results = await asyncio.gather(*(one() for _ in range(n)))
     elapsed = time.perf_counter() - start
     workdirs.wait_reaped()  # the queued directory removals are this process's CPU too
     assert all(r.accepted for r in results), [r.reason for r in results if not r.accepted][:1]
-    return n / elapsed, (cpu_seconds() - cpu) / n
+    return Throughput(n / elapsed, (cpu_seconds() - cpu) / n, sum(watchers) / n)
+
+
+def scaling_table(tmp: Path, modes: Sequence[str], levels_: Sequence[int], grades: int) -> Table:
+    """Throughput at each level of grades in flight, with the grader's default `max_concurrent`
+    and with `max_concurrent` = in flight, and its ratio to one grade in flight."""
+    table = Table(title="Throughput of one grader process (cached grades)")
+    columns = (
+        "sandbox",
+        "max_concurrent",
+        "in flight",
+        "grades",
+        "grades/s",
+        "ratio to 1",
+        "CPU ms/grade",
+        "watchers",
+    )
+    for column in columns:
+        table.add_column(column, justify="right")
+    default = pipeline.default_concurrency(1)
+    for m in modes:
+        for series in ("default", "= in flight"):
+            base = None
+            for c in levels_:
+                n = max(grades, 4 * c)
+                shown = f"{default}*" if series == "default" else str(c)
+                limit = None if series == "default" else c
+                tp = asyncio.run(throughput(tmp / f"tp-{m}-{limit or 0}-{c}", n, c, limit, m))
+                base = base or tp.rate
+                table.add_row(
+                    m,
+                    shown,
+                    str(c),
+                    str(n),
+                    f"{tp.rate:.1f}",
+                    f"{tp.rate / base:.2f}",
+                    f"{tp.cpu * 1000:.1f}",
+                    f"{tp.watchers * 1000:.1f}",
+                    end_section=c == levels_[-1],
+                )
+    return table
 
 
 def levels(cores: int) -> list[int]:
@@ -262,14 +346,14 @@ def main() -> int:
     parser.add_argument(
         "--throughput-grades",
         type=int,
-        default=16,
-        help="grades per concurrency level (at least 4 x the concurrency are run)",
+        default=32,
+        help="grades per row of the scaling table (at least 4 x the grades in flight are run)",
     )
     parser.add_argument(
         "--levels",
         type=lambda text: [int(x) for x in text.split(",")],
         default=None,
-        help="concurrency levels, comma-separated (default: 1, 2, 4, ... up to 4 x the core count)",
+        help="grades in flight, comma-separated (default: 1, 2, 4, ... up to 4 x the core count)",
     )
     args = parser.parse_args()
     console = Console()
@@ -308,21 +392,15 @@ def main() -> int:
         console.print(table)
         console.print("[dim]  (each step's median; the medians need not add up to the overhead's median)[/]")
 
-        tput = Table(title="Throughput of one grader process (cached grades)")
-        columns = ("sandbox", "max_concurrent", "grades", "grades/s", "ratio to 1", "grader CPU ms/grade")
-        for column in columns:
-            tput.add_column(column, justify="right")
-        for m in modes:
-            base = None
-            for c in args.levels or levels(cores):
-                n = max(args.throughput_grades, 4 * c)
-                rate, cpu = asyncio.run(throughput(tmp / f"tp-{m}-{c}", n, c, m))
-                base = base or rate
-                tput.add_row(m, str(c), str(n), f"{rate:.1f}", f"{rate / base:.2f}", f"{cpu * 1000:.1f}")
-        console.print(tput)
+        console.print(scaling_table(tmp, modes, args.levels or levels(cores), args.throughput_grades))
         console.print(
-            f"[dim]  ({cores} cores: the double's own processes use most of them, so throughput "
-            "stops growing near the core count; past it, it must not fall)[/]"
+            f"[dim]  ({cores} cores. in flight: grades the caller runs at once, as a trainer's "
+            "concurrent rollouts do. max_concurrent: how many the grader lets run their commands "
+            "at once; * its default, cores / threads, queues the rest, so past the core count the "
+            "throughput must not fall. max_concurrent = in flight runs them all at once: past the "
+            "core count the double's processes outnumber the cores, and what must not grow is the "
+            "grader process's own CPU per grade (its children excluded; watchers: the process "
+            "watchers' threads, part of it).)[/]"
         )
     return 0
 

@@ -329,49 +329,90 @@ async def test_many_concurrent_commands_share_looks_and_still_find_their_own(tmp
     assert processes_with(mark) == []
 
 
-def test_a_shared_look_is_taken_only_when_it_began_after_the_watchers_last_look(
+async def test_each_new_process_is_classified_once_whatever_the_number_of_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_Discovery`: with eight commands running at once, the environment of a new child of the
+    grader (each command's first process is one) is read by one shared look, and again only
+    while it reads empty (at most `_RETRIES` times), not once per watcher; and every command
+    still finds its own escapees."""
+    reads: dict[int, int] = {}
+    real = process._read_proc
+
+    def counting(pid: int, name: str, most: int = 4096) -> bytes | None:
+        if name == "environ":
+            reads[pid] = reads.get(pid, 0) + 1
+        return real(pid, name, most)
+
+    monkeypatch.setattr(process, "_read_proc", counting)
+    mark = marker()
+    script = ESCAPES["double-fork-setsid"].format(m=mark) + " ; sleep 0.3"
+    for i in range(8):
+        (tmp_path / str(i)).mkdir()
+    outs = await asyncio.gather(*(run(tmp_path / str(i), ["sh", "-c", script]) for i in range(8)))
+    assert all(out.record.exit_code == 0 for out in outs), outs
+    assert processes_with(mark) == []
+    assert reads, "no orphan's environment was read: the marker path was not exercised"
+    assert max(reads.values()) <= 1 + process._RETRIES, reads
+
+
+def test_a_poll_takes_a_look_only_if_none_began_after_it_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A look that began after a watcher's poll asked serves that poll; one that began earlier
+    (or none) does not: the poll looks itself, so what it finds is never older than its asking."""
+    clock = [1000.0]
+    looks: list[float] = []
+    monkeypatch.setattr(process.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(process, "_last_pid", lambda: looks.append(clock[0]) or 500)
+    discovery = process._Discovery()
+    discovery.look(asked_at=clock[0] - 0.1)  # nothing since registration here: looks
+    assert looks == [1000.0]
+    clock[0] += 0.01
+    discovery.look(asked_at=999.99)  # asked before the last look began: served by it
+    assert looks == [1000.0]
+    discovery.look(asked_at=clock[0])  # asked after: looks again
+    assert looks == [1000.0, 1000.01]
+
+
+def test_a_new_pid_is_filed_with_the_tree_of_its_parent_or_of_its_marker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`_SharedLooks`: a look at a pid that began after the asking watcher's previous look is
-    reused; one that began before is not (the watcher reads /proc itself), so a pid invisible
-    at an earlier look is always looked at again."""
-    reads: list[int] = []
-    answers = {7: None}
+    """One look files each new process: a child of a member with that member's tree, an orphan
+    (a child of the grader or above) with the tree its environment's marker names, anything
+    else with no tree; and a pid is statted once however many trees are registered."""
+    me = os.getpid()
+    stats = {  # pid -> (ppid, start, rss, zombie, cpu)
+        101: (me, 50, 1, False, 0),  # tree A's first process
+        102: (101, 51, 1, False, 0),  # its child
+        103: (me, 52, 1, False, 0),  # an orphan carrying B's marker
+        104: (me, 53, 1, False, 0),  # an orphan with no marker
+        105: (9999, 54, 1, False, 0),  # someone else's
+    }
+    environ = {103: b"A=1\0" + process.TREE_ENV_VAR.encode() + b"=tok-b\0", 104: b"A=1\0"}
+    statted: list[int] = []
+    monkeypatch.setattr(process, "_stat", lambda pid: statted.append(pid) or stats.get(pid))
+    monkeypatch.setattr(process, "_read_proc", lambda pid, name, most=4096: environ.get(pid))
+    monkeypatch.setattr(process, "_is_process", lambda pid: True)
+    monkeypatch.setattr(process, "_ancestors", lambda: frozenset({1, me}))
+    last = [100]
+    monkeypatch.setattr(process, "_last_pid", lambda: last[0])
+    discovery = process._Discovery()
+    monkeypatch.setattr(process, "_discovery", discovery)
 
-    def fake_stat(pid: int) -> tuple[int, int, int, bool] | None:
-        reads.append(pid)
-        return answers[pid]
+    async def trees() -> list[process._Watcher]:
+        loop = asyncio.get_running_loop()
+        return [process._Watcher(tok, 10, None, loop) for tok in ("tok-a", "tok-b", "tok-c")]
 
-    monkeypatch.setattr(process, "_stat", fake_stat)
-    looks = process._SharedLooks()
-    before = time.monotonic()
-    assert looks.stat(7, after=before - 1.0) is None  # first look: read
-    assert reads == [7]
-    assert looks.stat(7, after=before - 1.0) is None  # another watcher, last look earlier: reused
-    assert reads == [7]
-    answers[7] = (1, 2, 3, False)  # the fork in flight is visible now
-    assert looks.stat(7, after=time.monotonic()) == (1, 2, 3, False)  # looked since: read again
-    assert reads == [7, 7]
-    assert looks.stat(7, after=before - 1.0) == (1, 2, 3, False)  # the newest look is the one kept
-    assert reads == [7, 7]
-
-
-def test_shared_looks_forget_what_no_watcher_can_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past `_SHARED_LOOKS_MAX` entries, looks older than `_RANGE_GAP_S` (which no range look
-    can use) are dropped; newer ones stay."""
-    clock = [1000.0]
-    monkeypatch.setattr(process, "_stat", lambda pid: None)
-    monkeypatch.setattr(process, "_SHARED_LOOKS_MAX", 4)
-    monkeypatch.setattr(process.time, "monotonic", lambda: clock[0])
-    looks = process._SharedLooks()
-    for pid in range(4):
-        looks.stat(pid, after=0.0)
-    clock[0] += process._RANGE_GAP_S + 0.5
-    looks.stat(10, after=0.0)  # the fifth: the four old ones go
-    assert sorted(looks._seen) == [10]
-    for pid in range(11, 15):
-        looks.stat(pid, after=0.0)
-    assert sorted(looks._seen) == [10, 11, 12, 13, 14]  # all recent: kept
+    a, b, c = asyncio.run(trees())
+    with discovery.lock:
+        discovery.adopt(a, 101, 50)
+    last[0] = 105
+    statted.clear()
+    with discovery.lock:
+        discovery.look(asked_at=time.monotonic())
+    assert a.ours == {101: 50, 102: 51}
+    assert b.ours == {103: 52}
+    assert c.ours == {}
+    assert sorted(statted) == [101, 102, 103, 104, 105]  # each once, for all three trees
 
 
 @needs_bwrap

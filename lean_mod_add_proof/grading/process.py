@@ -3,13 +3,15 @@ cap, live per-grade caps on its whole process tree, and a kill of that whole tre
 happens (normal exit, deadline, a cap, cancellation).
 
 How the tree is followed. A watcher thread per command (threads are reused: `_WatcherThreads`)
-looks at /proc every `RSS_POLL_S` (the first look after `FIRST_POLL_S`). It reads the stat of just
-the pids allocated since its last look (from /proc/sys/kernel/ns_last_pid; a whole listing of
-/proc when that cannot be read or is too many) plus the tree's known members, so a look costs the
-same on a host with thousands of processes; the watchers of one grader share their looks at new
-pids (`_SharedLooks`), so their cost grows with the number of commands running, not its square. It
-keeps every process it has ever seen descend from the command, by pid *and* start time, so a
-reused pid is never counted or killed, and a process stays tracked after its parent dies:
+looks at /proc every `RSS_POLL_S` (the first look after `FIRST_POLL_S`; the later ones of every
+watcher fall due together, on one grid). New pids are found by one look shared by every watcher
+of the grader process (`_Discovery`): it reads the stat of just the pids allocated since the last
+look (from /proc/sys/kernel/ns_last_pid; a whole listing of /proc when that cannot be read or is
+too many), so a look costs the same on a host with thousands of processes, and it files each new
+process with the tree of its parent, once, however many commands run. Each watcher then reads
+its own members. A tree keeps every process it has ever seen descend from the command, by pid
+*and* start time, so a reused pid is never counted or killed, and a process stays tracked after
+its parent dies:
 `setsid`, `setpgid`, bash job control and a double fork do not hide a process once seen. A process
 that leaves the tree before any look (its parent exits within milliseconds, the classic double
 fork) is still found: the command runs with a random marker variable (`TREE_ENV_VAR`, visible to
@@ -385,48 +387,149 @@ def _stat(pid: int) -> tuple[int, int, int, bool, int] | None:
         return None
 
 
-class _SharedLooks:
-    """What a look at a new pid's stat found, shared by every watcher of this grader process.
+class _Discovery:
+    """The one look at new pids for every watcher of this grader process (issue 29).
 
-    Why: each watcher looks at every pid allocated since its last look, whoever's it is, and
-    again (`_RETRIES`) at each pid it could not see, so with N commands running each pid was
-    read N times and more: the watchers' CPU, under one GIL, grew with the square of the
-    concurrency and capped one grader's throughput (issue 29). Now a watcher that must look at
-    `pid` takes another watcher's look if that look began after its own previous look (`after`):
-    what it finds is what its own look would have found at that moment, which lies after all its
-    earlier looks at that pid and before this one, where its own look could have fallen. Only
-    the stat of a pid not yet in the tree is shared (parent, start time, RSS, zombie, or None
-    when not visible); members are read afresh at every look, and so are a candidate's
-    environment and status. Only range looks share (see `_pids_after`): they rest on the
-    allocator not coming full circle within `_RANGE_GAP_S`, so a shared look at a pid is of the
-    same process as the watcher's own (and, the gap being shorter, never older than that)."""
+    Why one: when each watcher looked at every pid allocated since its own last look, whoever's
+    it was, and read the environment of every new child of the grader (every command's first
+    process is one), a grader running N commands did the classifying work N times over: its
+    watchers' CPU per grade grew with N, under one GIL. Now a look reads ns_last_pid once, stats
+    each new pid once, reads an orphan's environment once (its marker names its tree), retries an
+    undecided pid once per look, and files each new process with the tree of its parent. A
+    watcher's own poll then reads only its members.
+
+    Freshness: a watcher's poll asks for a look that began after the poll did (`look`), so what
+    it finds is what a look of its own would have found; a look in progress that began earlier
+    does not count, and the watcher looks again. Looks, the tree maps and the undecided pids are
+    guarded by `lock`. A tree is registered before its command is spawned (so nothing the
+    command starts is looked at before its tree is known) and unregistered once its watcher has
+    swept it. With no tree registered there is nothing to follow, so the next registration
+    starts the pid range afresh (from ns_last_pid read then)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seen: dict[int, tuple[float, tuple[int, int, int, bool] | None]] = {}
-        self._prune_above = _SHARED_LOOKS_MAX
+        self.lock = threading.Lock()
+        self._trees: dict[bytes, _Watcher] = {}  # marker token -> its watcher
+        self._owner: dict[int, _Watcher] = {}  # every member pid of a registered tree -> its tree
+        self._last_pid: int | None = None
+        self._looked_at = -math.inf  # when the last look began
+        self._other: set[int] = set()  # in whole listings: pids known to belong to no tree
+        self._retry: dict[int, int] = {}  # undecided pids to look at again -> retries left
+        self.waiting: set[int] = set()  # of those, the ones a final sweep waits for
 
-    def stat(self, pid: int, *, after: float) -> tuple[int, int, int, bool] | None:
-        found = self._seen.get(pid)
-        if found is not None and found[0] > after:
-            return found[1]
-        began = time.monotonic()  # before the read: the look happened after this instant
-        st = _stat(pid)
-        with self._lock:
-            old = self._seen.get(pid)
-            if old is None or old[0] < began:
-                self._seen[pid] = (began, st)
-            if len(self._seen) > self._prune_above:
-                stale = began - _RANGE_GAP_S
-                self._seen = {p: look for p, look in self._seen.items() if look[0] > stale}
-                # amortised: a host allocating pids faster than this does not prune every time
-                self._prune_above = max(_SHARED_LOOKS_MAX, 2 * len(self._seen))
-        return st
+    def register(self, watcher: _Watcher) -> None:
+        with self.lock:
+            if not self._trees:  # nothing followed until now: no pid before this one can matter
+                self._last_pid = _last_pid()
+                self._looked_at = time.monotonic()
+                self._other.clear()
+                self._retry.clear()
+                self.waiting.clear()
+            self._trees[watcher.token] = watcher
+
+    def unregister(self, watcher: _Watcher) -> None:
+        with self.lock:
+            if self._trees.get(watcher.token) is watcher:
+                del self._trees[watcher.token]
+            for pid in watcher.seen:
+                if self._owner.get(pid) is watcher:
+                    del self._owner[pid]
+
+    def adopt(self, watcher: _Watcher, pid: int, start: int) -> None:
+        """File `pid` (started at `start`) as a member of `watcher`'s tree (`lock` held)."""
+        old = self._owner.get(pid)
+        if old is not None and old is not watcher:
+            old.ours.pop(pid, None)  # a reused pid: the old process is gone
+        self._owner[pid] = watcher
+        watcher.ours[pid] = start
+        watcher.seen.add(pid)
+
+    def forget(self, watcher: _Watcher, pid: int, start: int) -> None:
+        """`pid` of `watcher`'s tree is gone, or is another process now (`lock` held)."""
+        if watcher.ours.get(pid) == start:
+            del watcher.ours[pid]
+            if self._owner.get(pid) is watcher:
+                del self._owner[pid]
+
+    def look(self, asked_at: float) -> None:
+        """Find the new members of every registered tree, unless a look that began after
+        `asked_at` did already (`lock` held)."""
+        if self._looked_at > asked_at:
+            return
+        candidates, listing = self._candidates()
+        retry_left, self._retry, self.waiting = self._retry, {}, set()
+        if retry_left:
+            candidates = [*candidates, *(pid for pid in retry_left if pid not in candidates)]
+        adopters = _ancestors()
+        pending: dict[int, tuple[int, int, int, bool, int]] = {}
+        for pid in candidates:
+            st = _stat(pid)
+            if st is None:
+                self._undecided(pid, retry_left, exec_=False)
+                continue
+            owner = self._owner.get(pid)
+            if owner is not None and owner.ours.get(pid) == st[1]:
+                continue  # a member already
+            pending[pid] = st
+        progress = True
+        while pending and progress:  # parents before children
+            progress = False
+            for pid, st in list(pending.items()):
+                ppid = st[0]
+                if ppid in pending:
+                    continue
+                del pending[pid]
+                progress = True
+                tree: _Watcher | None = self._owner.get(ppid)
+                if tree is None and ppid in adopters:  # an orphan, or a child of the grader or above
+                    environ = _read_proc(pid, "environ", 1 << 20)
+                    if not environ:  # in the middle of an exec, or a zombie: ask again next look
+                        self._undecided(pid, retry_left, exec_=True)
+                        continue
+                    tree = self._marked(environ)
+                if tree is not None and st[1] >= tree.not_before and _is_process(pid):
+                    self.adopt(tree, pid, st[1])
+                elif listing:
+                    self._other.add(pid)
+
+    def _marked(self, environ: bytes) -> _Watcher | None:
+        """The registered tree whose marker the environment carries, if any."""
+        for token in _MARKER.findall(b"\0" + environ):
+            if (tree := self._trees.get(token)) is not None:
+                return tree
+        return None
+
+    def _undecided(self, pid: int, retry_left: Mapping[int, int], *, exec_: bool) -> None:
+        """Look at `pid` again next time (at most `_RETRIES` times): its pid was allocated but its
+        process not visible (a fork in flight, or it is gone), or its environment read empty (an
+        exec in progress, or a zombie). Only the latter keeps a final sweep going: a fork in
+        flight has a live parent, which keeps its tree's sweep going anyway."""
+        left = retry_left.get(pid, _RETRIES)
+        if left > 0 and pid not in self._owner:
+            self._retry[pid] = left - 1
+            if exec_:
+                self.waiting.add(pid)
+
+    def _candidates(self) -> tuple[Sequence[int] | set[int], bool]:
+        """(pids that may have joined a tree since the last look, whether from a listing)."""
+        now = time.monotonic()
+        last = _last_pid()
+        prev, self._last_pid = self._last_pid, last
+        gap, self._looked_at = now - self._looked_at, now
+        if last is not None and prev is not None and gap < _RANGE_GAP_S:
+            span = _pids_after(prev, last)
+            if span is not None:
+                return span, False
+        listed = set(map(int, filter(str.isdigit, os.listdir("/proc"))))
+        if gap < _RANGE_GAP_S:
+            self._other &= listed
+        else:
+            self._other.clear()  # a pid seen before may belong to someone else by now
+        return listed - self._owner.keys() - self._other, True
 
 
-#: How many shared looks are kept before those older than `_RANGE_GAP_S` (never used again) go.
-_SHARED_LOOKS_MAX = 4 * _RANGE_MAX
-_shared_looks = _SharedLooks()
+#: A marker in an environment (read with a leading NUL): its token, the key of its tree.
+_MARKER = re.compile(rb"\0" + TREE_ENV_VAR.encode() + rb"=([^\0]*)")
+_discovery = _Discovery()
 
 
 def _is_process(pid: int) -> bool:
@@ -676,50 +779,41 @@ _watcher_threads = _WatcherThreads()
 
 
 def _new_watcher_threads_in_child() -> None:
-    global _watcher_threads
+    global _watcher_threads, _discovery
     _watcher_threads = _WatcherThreads()  # a forked child has none of its parent's threads
+    _discovery = _Discovery()  # nor its commands (and the lock may have been held at the fork)
 
 
 os.register_at_fork(after_in_child=_new_watcher_threads_in_child)
 
 
 class _Watcher:
-    """Follows one command's process tree, enforces the caps, and kills the tree at the end."""
+    """Follows one command's process tree, enforces the caps, and kills the tree at the end.
+
+    Made before the command is spawned (its tree is registered with `_discovery` then, so every
+    look files what the command starts), given the command's first process by `attach`, and
+    unregistered when `run` ends."""
 
     def __init__(
         self,
-        root: int,
-        spawned_ticks: int,
-        last_pid: int | None,
-        looked_at: float,
         token: str,
+        spawned_ticks: int,
         limits: Limits | None,
         loop: asyncio.AbstractEventLoop,
         argv_marks: frozenset[bytes] = frozenset(),
     ) -> None:
         self.returned = threading.Event()  # set once `run` has returned (`_WatcherThreads`)
-        self.root = root
+        self.root = 0  # the command's first process (`attach`)
+        self.token = token.encode()
         self.limits = limits
         self.argv_marks = argv_marks
         self.argv_seen_at: float | None = None  # when a tree process first had one of them in argv
-        self.marker = f"\0{TREE_ENV_VAR}={token}\0".encode()
-        self.adopters = _ancestors()
-        self.ours: dict[int, int] = {}  # pid -> start time, every process of the tree ever seen
-        self.other: set[int] = set()  # in whole listings: pids known not to be ours
+        # Written under `_discovery.lock` (by any watcher's look); read by this watcher's thread,
+        # and by `kill` from the event loop (a copy, taken at once under the GIL).
+        self.ours: dict[int, int] = {}  # pid -> start time, every live process of the tree seen
         self.seen: set[int] = set()  # every pid ever in `ours`
-        self.retry: dict[int, int] = {}  # undecided pids to look at again -> retries left
-        self.waiting: set[int] = set()  # of those, the ones the final sweep waits for
-        self._retry_left: dict[int, int] = {}
-        self._last_pid = last_pid  # read just before the command was spawned
-        self._looked_at = looked_at
-        self._looked_until = looked_at  # when the last look ended (here: ns_last_pid read)
         self.live: dict[int, tuple[int, bool]] = {}  # from the last poll: pid -> (ppid, zombie)
         self.not_before = spawned_ticks - 1  # nothing of the tree started earlier
-        st = _stat(root)
-        if st is not None:
-            self.ours[root] = st[1]
-            self.seen.add(root)
-            self.not_before = min(self.not_before, st[1])
         self.peak_rss = 0
         self.peak_cpu_ticks = 0
         """The most CPU time (clock ticks) any one process of the tree was seen to have used."""
@@ -730,99 +824,53 @@ class _Watcher:
         self.done: asyncio.Future[None] = loop.create_future()
         self._next_poll = time.monotonic() + FIRST_POLL_S
         self._ending = False
+        self.started = False  # handed to a thread (`_WatcherThreads.start`), whose `run` closes it
+        _discovery.register(self)
+
+    def attach(self, root: int) -> None:
+        """The command is spawned: `root` is its first process."""
+        self.root = root
+        st = _stat(root)
+        if st is not None:
+            with _discovery.lock:
+                self.not_before = min(self.not_before, st[1])
+                _discovery.adopt(self, root, st[1])
+
+    def close(self) -> None:
+        """Stop following the tree (its watcher is done, or never started)."""
+        _discovery.unregister(self)
 
     # -- following the tree --
-    def _has_marker(self, pid: int) -> bool | None:
-        """Whether `pid`'s environment carries this run's marker; None when it reads empty (the
-        process is in the middle of an exec, or a zombie): ask again at the next look."""
-        data = _read_proc(pid, "environ", 1 << 20)
-        if not data:
-            return None
-        return self.marker in b"\0" + data
+    def poll(self, asked_at: float | None = None) -> None:
+        """One look at /proc: new members (found by the shared look), and the memory and process
+        caps. `asked_at`: the time the poll was due (default now); a shared look that began
+        after it serves this poll.
 
-    def _undecided(self, pid: int, *, exec_: bool) -> None:
-        """Look at `pid` again next time (at most `_RETRIES` times): its pid was allocated but its
-        process not visible (a fork in flight, or it is gone), or its environment read empty (an
-        exec in progress, or a zombie). Only the latter keeps the final sweep going: a fork in
-        flight has a live parent, which keeps the sweep going anyway."""
-        left = self._retry_left.get(pid, _RETRIES)
-        if left > 0 and pid not in self.seen:
-            self.retry[pid] = left - 1
-            if exec_:
-                self.waiting.add(pid)
-
-    def _candidates(self) -> tuple[Sequence[int] | set[int], bool]:
-        """(pids that may have joined the tree since the last look, whether from a listing)."""
-        now = time.monotonic()
-        last = _last_pid()
-        prev, self._last_pid = self._last_pid, last
-        gap, self._looked_at = now - self._looked_at, now
-        if last is not None and prev is not None and gap < _RANGE_GAP_S:
-            span = _pids_after(prev, last)
-            if span is not None:
-                return span, False
-        listed = set(map(int, filter(str.isdigit, os.listdir("/proc"))))
-        if gap < _RANGE_GAP_S:
-            self.other &= listed
-        else:
-            self.other.clear()  # a pid seen before may belong to someone else by now
-        return listed - self.ours.keys() - self.other, True
-
-    def poll(self) -> None:
-        """One look at /proc: new members, and the memory and process caps."""
-        self._next_poll = time.monotonic() + RSS_POLL_S
-        looked_until = self._looked_until
-        candidates, listing = self._candidates()
-        if self.retry:
-            candidates = [*candidates, *(pid for pid in self.retry if pid not in candidates)]
-        self._retry_left, self.retry, self.waiting = self.retry, {}, set()
+        The regular polls of every watcher fall due together, on one grid of `RSS_POLL_S` (the
+        first, `FIRST_POLL_S` after the spawn, excepted): the first watcher to wake looks for
+        all, so the looks per second stay the same however many commands run, and so does the
+        grader's CPU per grade when the commands outnumber the cores and take longer."""
+        if asked_at is None:
+            asked_at = time.monotonic()
+        self._next_poll = (math.floor(time.monotonic() / RSS_POLL_S) + 1) * RSS_POLL_S
+        with _discovery.lock:
+            _discovery.look(asked_at)
+            members = list(self.ours.items())
         rss = 0
         live: dict[int, tuple[int, bool]] = {}
-        for pid, start in list(self.ours.items()):
+        gone: list[tuple[int, int]] = []
+        for pid, start in members:
             st = _stat(pid)
             if st is None or st[1] != start:
-                del self.ours[pid]
+                gone.append((pid, start))
                 continue
             live[pid] = (st[0], st[3])
             rss += st[2]
             self.peak_cpu_ticks = max(self.peak_cpu_ticks, st[4])
-        pending: dict[int, tuple[int, int, int, bool, int]] = {}
-        for pid in candidates:
-            if pid in self.ours:
-                continue
-            # (a whole listing is not a range look: it reads afresh, see `_SharedLooks`)
-            st = _stat(pid) if listing else _shared_looks.stat(pid, after=looked_until)
-            if st is None:
-                self._undecided(pid, exec_=False)
-            elif st[1] >= self.not_before:
-                pending[pid] = st
-            elif listing:
-                self.other.add(pid)
-        progress = True
-        while pending and progress:  # parents before children
-            progress = False
-            for pid, st in list(pending.items()):
-                ppid = st[0]
-                if ppid in pending:
-                    continue
-                del pending[pid]
-                progress = True
-                mine: bool | None = False
-                if ppid in self.ours:
-                    mine = True
-                elif ppid in self.adopters:  # an orphan, or a child of the grader or above
-                    mine = self._has_marker(pid)
-                if mine is None:
-                    self._undecided(pid, exec_=True)
-                elif mine and _is_process(pid):
-                    self.ours[pid] = st[1]
-                    self.seen.add(pid)
-                    live[pid] = (ppid, st[3])
-                    rss += st[2]
-                    self.peak_cpu_ticks = max(self.peak_cpu_ticks, st[4])
-                elif listing:
-                    self.other.add(pid)
-        self._looked_until = time.monotonic()
+        if gone:
+            with _discovery.lock:
+                for pid, start in gone:
+                    _discovery.forget(self, pid, start)
         self.live = live
         if self.argv_marks and self.argv_seen_at is None:
             self._look_for_argv(live)
@@ -850,7 +898,7 @@ class _Watcher:
         if self._ending:
             return False  # the final walk runs to the end
         if time.monotonic() >= self._next_poll:
-            self.poll()
+            self.poll(self._next_poll)
         return self.reason is not None or self._halt.is_set()
 
     def check_disk(self) -> None:
@@ -886,10 +934,12 @@ class _Watcher:
             _killpg(self.root)
             self.poll()
             alive = [pid for pid, (_, zombie) in self.live.items() if not zombie]
-            if (not alive and not self.waiting) or time.monotonic() > give_up:
+            # (an exec in progress anywhere may be an orphan of this tree: wait for it)
+            if (not alive and not _discovery.waiting) or time.monotonic() > give_up:
                 break
             for pid in alive:
-                _kill_exact(pid, self.ours[pid])
+                if (start := self.ours.get(pid)) is not None:  # (not refiled since the poll)
+                    _kill_exact(pid, start)
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
         me = os.getpid()
@@ -905,7 +955,7 @@ class _Watcher:
             while True:
                 if self._halt.wait(max(0.0, self._next_poll - time.monotonic())):
                     break
-                self.poll()
+                self.poll(self._next_poll)
                 if self.reason is not None:
                     self.kill()  # anything born since the cap fired
                 elif time.monotonic() >= next_disk:
@@ -919,6 +969,7 @@ class _Watcher:
             with contextlib.suppress(BaseException):
                 self.kill()
         finally:
+            self.close()
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
                 self._loop.call_soon_threadsafe(self._set_done)
 
@@ -1255,10 +1306,17 @@ async def run_command(
     token = f"{owner_tag()}-{scope_tag(scope)}-{secrets.token_hex(8)}"
     capture = _Capture(output_cap_bytes, watch_for)
     loop = asyncio.get_running_loop()
+    argv_marks = frozenset(a.encode() for a in watch_argv)
     try:
-        last_pid = _last_pid()
-        looked_at = time.monotonic()
-        spawned_ticks = _boot_ticks()
+        watcher = _Watcher(token, _boot_ticks(), limits, loop, argv_marks)
+    except BaseException as exc:
+        for fd in (status_r, status_w):
+            if fd is not None:
+                os.close(fd)
+        if isinstance(exc, Exception) and (why := host_fault_reason(exc)) is not None:
+            raise HostFault(f"the process watcher could not start: {why}") from exc
+        raise
+    try:
         # Started synchronously, as asyncio's own subprocess support does, but followed by `_Run`:
         # asyncio's transport, cancelled before its pipe is connected, kills just the command's
         # first process and then waits for the pipe to close. In the sandbox that first process
@@ -1293,11 +1351,12 @@ async def run_command(
             proc.wait()
             _output_pipe(proc).close()
             raise
-        argv_marks = frozenset(a.encode() for a in watch_argv)
-        spawn = _Spawned(run, spawned_ticks, last_pid, looked_at, token, argv_marks)
-        outcome = await _watch(spawn, shown, stage, start, remaining, limits, sandboxed, tail_chars)
+        watcher.attach(proc.pid)
+        outcome = await _watch(run, watcher, shown, stage, start, remaining, limits, sandboxed, tail_chars)
         status = _read_status(status_r) if status_r is not None else b""
     finally:
+        if not watcher.started:
+            watcher.close()  # (a started watcher unregisters itself once it has swept)
         if status_r is not None:
             os.close(status_r)
     if sandboxed and not outcome.timed_out and outcome.limit_exceeded is None:
@@ -1317,18 +1376,9 @@ async def run_command(
     return outcome
 
 
-@dataclass(frozen=True)
-class _Spawned:
-    run: _Run
-    spawned_ticks: int
-    last_pid: int | None
-    looked_at: float
-    token: str
-    argv_marks: frozenset[bytes] = frozenset()
-
-
 async def _watch(
-    spawn: _Spawned,
+    run: _Run,
+    watcher: _Watcher,
     shown: list[str],
     stage: Stage,
     start: float,
@@ -1338,20 +1388,9 @@ async def _watch(
     tail_chars: int,
 ) -> CommandOutcome:
     """Follow the started command to its end, kill its tree, and say how it ended."""
-    run = spawn.run
-    loop = asyncio.get_running_loop()
     try:
-        watcher = _Watcher(
-            run.pid,
-            spawn.spawned_ticks,
-            spawn.last_pid,
-            spawn.looked_at,
-            spawn.token,
-            limits,
-            loop,
-            spawn.argv_marks,
-        )
         _watcher_threads.start(watcher)
+        watcher.started = True
     except BaseException as exc:
         _killpg(run.pid)
         run.proc.wait()
