@@ -828,13 +828,12 @@ class _Watcher:
         _discovery.register(self)
 
     def attach(self, root: int) -> None:
-        """The command is spawned: `root` is its first process."""
+        """The command is spawned: `root` is its first process (`_discovery.lock` held)."""
         self.root = root
         st = _stat(root)
         if st is not None:
-            with _discovery.lock:
-                self.not_before = min(self.not_before, st[1])
-                _discovery.adopt(self, root, st[1])
+            self.not_before = min(self.not_before, st[1])
+            _discovery.adopt(self, root, st[1])
 
     def close(self) -> None:
         """Stop following the tree (its watcher is done, or never started)."""
@@ -1327,16 +1326,20 @@ async def run_command(
         # Modules/_posixsubprocess.c: vfork only when `preexec_fn == Py_None` and no setuid/
         # setgid/setgroups), so a big grader process does not pay for copying its page tables.
         try:
-            proc = subprocess.Popen(
-                full,
-                cwd=str(cwd),
-                env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
-                stderr=subprocess.STDOUT if stdout_fd is None else subprocess.PIPE,
-                process_group=0,  # its own group: one killpg reaches every descendant that stays in it
-                pass_fds=() if status_w is None else (status_w,),
-            )
+            # Under the look's lock, up to the first process's filing (`attach`): a look between
+            # the two would see the command's first children with no tree to file them with.
+            with _discovery.lock:
+                proc = subprocess.Popen(
+                    full,
+                    cwd=str(cwd),
+                    env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
+                    stderr=subprocess.STDOUT if stdout_fd is None else subprocess.PIPE,
+                    process_group=0,  # its own group: one killpg reaches every descendant that stays in it
+                    pass_fds=() if status_w is None else (status_w,),
+                )
+                watcher.attach(proc.pid)
         except OSError as exc:
             raise HostFault(
                 _spawn_fault(exc, full[0]), sandbox=sandboxed and exc.errno == errno.ENOENT
@@ -1351,7 +1354,6 @@ async def run_command(
             proc.wait()
             _output_pipe(proc).close()
             raise
-        watcher.attach(proc.pid)
         outcome = await _watch(run, watcher, shown, stage, start, remaining, limits, sandboxed, tail_chars)
         status = _read_status(status_r) if status_r is not None else b""
     finally:
