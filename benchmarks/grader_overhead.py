@@ -37,11 +37,12 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -288,44 +289,50 @@ async def throughput(
     return Throughput(n / elapsed, (cpu_seconds() - cpu) / n, sum(watchers) / n)
 
 
-def scaling_table(tmp: Path, modes: Sequence[str], levels_: Sequence[int], grades: int) -> Table:
+def past_the_cores(rates: Mapping[int, float], cores: int) -> str:
+    """How the throughput past the core count compares with the best up to it (pure)."""
+    upto = [r for c, r in rates.items() if c <= cores]
+    past = [r for c, r in rates.items() if c > cores]
+    if not upto or not past:
+        return "no level on both sides of the core count"
+    worst = min(past) / max(upto)
+    return f"past {cores} in flight, the lowest is {worst:.2f} x the best up to {cores}"
+
+
+def scaling_table(
+    tmp: Path, modes: Sequence[str], levels_: Sequence[int], grades: int, cores: int
+) -> tuple[Table, list[str]]:
     """Throughput at each level of grades in flight, with the grader's default `max_concurrent`
-    and with `max_concurrent` = in flight, and its ratio to one grade in flight."""
-    table = Table(title="Throughput of one grader process (cached grades)")
-    columns = (
-        "sandbox",
-        "max_concurrent",
-        "in flight",
-        "grades",
-        "grades/s",
-        "ratio to 1",
-        "CPU ms/grade",
-        "watchers",
-    )
-    for column in columns:
-        table.add_column(column, justify="right")
+    and with `max_concurrent` = in flight, its ratio to one grade in flight, and a line per
+    series on how it holds past the core count."""
+    table = Table(title="Throughput of one grader process (cached grades)", box=box.SIMPLE_HEAD)
+    # (short headers: the table fits 80 columns; the note under it says what each is)
+    columns = ("sandbox", "max conc.", "in flight", "grades", "grades/s", "ratio to 1", "CPU ms", "watchers")
+    for column in columns:  # (never narrower than the header's longest word: rich would cut it)
+        table.add_column(column, justify="right", min_width=max(map(len, column.split())))
     default = pipeline.default_concurrency(1)
+    summary = []
     for m in modes:
         for series in ("default", "= in flight"):
-            base = None
+            rates: dict[int, float] = {}
             for c in levels_:
                 n = max(grades, 4 * c)
-                shown = f"{default}*" if series == "default" else str(c)
                 limit = None if series == "default" else c
                 tp = asyncio.run(throughput(tmp / f"tp-{m}-{limit or 0}-{c}", n, c, limit, m))
-                base = base or tp.rate
+                rates[c] = tp.rate
                 table.add_row(
                     m,
-                    shown,
+                    f"{default}*" if series == "default" else str(c),
                     str(c),
                     str(n),
                     f"{tp.rate:.1f}",
-                    f"{tp.rate / base:.2f}",
+                    f"{tp.rate / rates[levels_[0]]:.2f}",
                     f"{tp.cpu * 1000:.1f}",
                     f"{tp.watchers * 1000:.1f}",
                     end_section=c == levels_[-1],
                 )
-    return table
+            summary.append(f"sandbox {m}, max_concurrent {series}: {past_the_cores(rates, cores)}")
+    return table, summary
 
 
 def levels(cores: int) -> list[int]:
@@ -392,15 +399,20 @@ def main() -> int:
         console.print(table)
         console.print("[dim]  (each step's median; the medians need not add up to the overhead's median)[/]")
 
-        console.print(scaling_table(tmp, modes, args.levels or levels(cores), args.throughput_grades))
+        table, summary = scaling_table(
+            tmp, modes, args.levels or levels(cores), args.throughput_grades, cores
+        )
+        console.print(table)
+        for line in summary:
+            console.print(f"  {line}")
         console.print(
             f"[dim]  ({cores} cores. in flight: grades the caller runs at once, as a trainer's "
-            "concurrent rollouts do. max_concurrent: how many the grader lets run their commands "
-            "at once; * its default, cores / threads, queues the rest, so past the core count the "
+            "concurrent rollouts do. max conc.: `max_concurrent`, how many the grader lets run their "
+            "commands at once; * its default, cores / threads, queues the rest, so past the core count the "
             "throughput must not fall. max_concurrent = in flight runs them all at once: past the "
             "core count the double's processes outnumber the cores, and what must not grow is the "
-            "grader process's own CPU per grade (its children excluded; watchers: the process "
-            "watchers' threads, part of it).)[/]"
+            "grader process's own CPU per grade, CPU ms (its children excluded; watchers: the "
+            "part of it spent in the process watchers' threads).)[/]"
         )
     return 0
 
