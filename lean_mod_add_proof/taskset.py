@@ -32,6 +32,7 @@ from lean_mod_add_proof.dataset.tasks import (
 )
 from lean_mod_add_proof.feedback import feedback_message
 from lean_mod_add_proof.grading.grader import GradeTask, grade, grade_reply
+from lean_mod_add_proof.grading.messages import one_line
 from lean_mod_add_proof.grading.process import find_prlimit
 from lean_mod_add_proof.grading.result import (
     GraderConfig,
@@ -41,6 +42,7 @@ from lean_mod_add_proof.grading.result import (
     verdict_exit_code,
 )
 from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox
+from lean_mod_add_proof.grading.steps_log import LOG_LINE
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
 
@@ -395,6 +397,18 @@ def result_from_box(
     return result
 
 
+#: The most log lines of a runtime box's grader passed on to this process's log, per grade.
+BOX_LOG_LINES_MAX = 50
+
+
+def box_log_lines(stderr: str) -> list[str]:
+    """The long-step lines (grading/steps_log.py) a runtime box's grader wrote on its stderr, to
+    pass on to the host's log: their messages, the last `BOX_LOG_LINES_MAX`, each on one line
+    (pure). The box is the model's: anything else there is not this grader's to log."""
+    found = [one_line(m) for m in LOG_LINE.findall(stderr or "")]
+    return found[-BOX_LOG_LINES_MAX:]
+
+
 def reply_key(reply: str) -> str:
     """What identifies a graded reply on the trace (sha256 of its UTF-8-safe text; pure)."""
     return sha256_text(utf8_safe(reply))
@@ -504,6 +518,8 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
             return self._unjudged("grade_in=runtime needs the rollout's runtime (none was given)")
         await runtime.write(REPLY_IN_BOX, reply.encode("utf-8", "surrogatepass"))
         done = await runtime.run(self.runtime_argv(), {})
+        for line in box_log_lines(done.stderr):  # (its self-test, cache build: after the fact)
+            logger.info("runtime box of %s: %s", self.key, line)
         return result_from_box(done.exit_code, done.stdout, done.stderr, self._unjudged)
 
     def unjudged(self, trace: vf.Trace, result: GradeResult) -> None:

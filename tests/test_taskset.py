@@ -38,6 +38,7 @@ from lean_mod_add_proof.taskset import (
     LeanTask,
     LeanTaskConfig,
     LeanTasksetConfig,
+    box_log_lines,
 )
 
 TASKSET_ID = "lean-mod-add-proof"
@@ -710,3 +711,45 @@ def test_a_box_on_this_machine_grades_with_the_configured_cache(tasks_dir: Path,
     ts.local_boxes = True
     local = next(iter(ts)).runtime_argv()
     assert local[local.index("--cache-dir") + 1] == str(tmp_path / "cache")
+
+
+def test_box_log_lines_keep_only_the_graders_own_lines() -> None:
+    """From a runtime box's stderr, only lines in the CLI's log format are passed on (the box is
+    the model's: other text is not the grader's), each on one line, the last fifty at most."""
+    stderr = (
+        "12:00:01 lean-mod-add-proof: self-test started (toolchain x)\n"
+        "Traceback (most recent call last):\n"
+        "  lean-mod-add-proof: not at the start of a line with a time\n"
+        "12:00:41 lean-mod-add-proof: self-test passed in 40.0 s\n"
+    )
+    assert box_log_lines(stderr) == ["self-test started (toolchain x)", "self-test passed in 40.0 s"]
+    many = "".join(f"12:00:00 lean-mod-add-proof: step {i}\n" for i in range(60))
+    assert box_log_lines(many) == [f"step {i}" for i in range(10, 60)]
+    assert box_log_lines("12:00:00 lean-mod-add-proof: " + "x" * 1000) == ["x" * 299 + "…"]
+    assert box_log_lines("") == []
+
+
+def test_a_runtime_grade_passes_the_boxs_log_lines_to_the_hosts_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The long steps of a grader run in the rollout's box (its self-test, a cache build) reach
+    the host's log, where vf-eval shows them (they were lost with the box's stderr)."""
+
+    class Done:
+        exit_code = 3
+        stdout = ""
+        stderr = "12:00:01 lean-mod-add-proof: self-test started (toolchain x)\nnoise\n"
+
+    class Box:
+        async def write(self, path: str, data: bytes) -> None:
+            pass
+
+        async def run(self, argv: list[str], env: dict[str, str]) -> Done:
+            return Done()
+
+    task = next(iter(taskset(None, split="train", max_p=5, task={"grade_in": "runtime"})))
+    with caplog.at_level("INFO", logger="lean_mod_add_proof"):
+        result = asyncio.run(task.grade_in_runtime("proof", Box()))  # type: ignore[arg-type]
+    assert not result.judged
+    logged = [r.getMessage() for r in caplog.records if "runtime box of" in r.getMessage()]
+    assert logged == [f"runtime box of {task.key}: self-test started (toolchain x)"]

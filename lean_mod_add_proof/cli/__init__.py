@@ -29,13 +29,9 @@ from lean_mod_add_proof.cli.exits import (
     EXIT_PROBLEM,
     CliParser,
 )
-from lean_mod_add_proof.grading.steps_log import PACKAGE_LOGGER
+from lean_mod_add_proof.grading.steps_log import LOG_FORMAT, LOG_TIME_FORMAT, PACKAGE_LOGGER
 
 DISTRIBUTION = "lean-mod-add-proof"
-
-#: The CLI's log lines: the long steps' start and end (grading/steps_log.py), with the time.
-LOG_FORMAT = "%(asctime)s lean-mod-add-proof: %(message)s"
-LOG_TIME_FORMAT = "%H:%M:%S"
 
 
 class StderrLines(logging.StreamHandler):

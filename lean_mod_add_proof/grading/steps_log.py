@@ -7,13 +7,16 @@ step now writes, through the standard `logging` module at INFO on its module's l
 the package's logger `lean_mod_add_proof`), `<step> started (<detail>)` and `<step> <outcome> in
 <seconds> s[: <why>]`, also when it ends by an exception. Short steps (a cached grade) never
 enter one, so they write nothing. Where the lines go is the caller's choice: the CLI prints them
-to stderr (cli/__init__.py), the taskset hands them to verifiers' log (taskset.py).
+to stderr (cli/__init__.py), the taskset hands them to verifiers' log (taskset.py). A grader run
+in a rollout's runtime box writes them on the box's stderr; the host reads them back from there
+(`LOG_LINE`) into its own log once that grade is over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +26,12 @@ from lean_mod_add_proof.grading.messages import one_line
 
 #: The logger every module's logger sits under (`logging.getLogger(__name__)` in the package).
 PACKAGE_LOGGER = "lean_mod_add_proof"
+
+#: How the CLI writes these lines on stderr (cli/__init__.py), and how a host reads them back from
+#: the stderr of a grader it ran in a rollout's runtime box (taskset.py).
+LOG_FORMAT = "%(asctime)s lean-mod-add-proof: %(message)s"
+LOG_TIME_FORMAT = "%H:%M:%S"
+LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d lean-mod-add-proof: (.+)$", re.MULTILINE)
 
 #: The end line's reason is cut here: one line in a log, not a report.
 DETAIL_MAX_CHARS = 300
