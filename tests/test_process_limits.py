@@ -830,3 +830,33 @@ def test_the_oom_kill_counter_is_read_from_vmstat(tmp_path: Path, text: str, exp
     vmstat.write_text(text)
     assert process.oom_kill_count(str(vmstat)) == expected
     assert process.oom_kill_count(str(tmp_path / "missing")) is None
+
+
+async def test_no_tree_stays_registered_once_its_command_is_over(tmp_path: Path) -> None:
+    """Every tree leaves the shared look when its command is over, however it ended (normal exit,
+    escapees swept, a cap, a spawn that failed): none is left for looks to file pids with, and
+    no member pid stays owned."""
+    mark = marker()
+    await run(tmp_path, ["sh", "-c", ESCAPES["double-fork-setsid"].format(m=mark)])
+    await run(
+        tmp_path,
+        ["sh", "-c", f"for i in $(seq 40); do sleep {mark} & done; wait"],
+        lim=limits(tmp_path, max_processes=20),
+    )
+    with pytest.raises(process.HostFault):  # the program is missing: prlimit cannot run it
+        await run(tmp_path, [str(tmp_path / "no-such-program")])
+    with pytest.raises(process.HostFault):  # no prlimit in front: the spawn itself fails
+        await run_command(
+            [str(tmp_path / "no-such-program")],
+            stage="build",
+            cwd=tmp_path,
+            env={},
+            deadline=time.monotonic() + 10,
+            output_cap_bytes=1 << 16,
+            tail_chars=0,
+            limits=None,
+            prlimit=None,
+        )
+    assert processes_with(mark) == []
+    assert process._discovery._trees == {}
+    assert process._discovery._owner == {}
