@@ -139,7 +139,8 @@ _READ_MAX = 1 << 18
 #: the live RSS watch (`Limits.memory_mb`).
 ADDRESS_SPACE_BACKSTOP_MB = 16 * 1024
 
-#: How often the watcher lists /proc: the memory and process caps, and new tree members.
+#: How often each watcher polls: its tree's memory and process caps, and new members (through the
+#: shared look, `_Discovery`). The regular polls of all watchers fall due on one grid of this period.
 RSS_POLL_S = 0.05
 #: The first look comes a little later, so a command that is over in a few milliseconds costs
 #: one listing of /proc (the final sweep), not two. What it started meanwhile is found then.
@@ -154,7 +155,7 @@ SWEEP_S = 1.0
 #: might have come full circle), or when ns_last_pid cannot be read.
 _RANGE_MAX = 4096
 _RANGE_GAP_S = 1.0
-#: How many more looks an undecided pid gets (see `_Watcher._undecided`).
+#: How many more looks an undecided pid gets (see `_Discovery._undecided`).
 _RETRIES = 3
 #: The environment variable carrying a run's random marker (see the module docstring).
 TREE_ENV_VAR = "LEAN_GRADER_TREE"
