@@ -304,11 +304,15 @@ async def test_the_whole_listing_fallback_finds_the_same(
     assert processes_with(mark) == []
 
 
-async def test_many_concurrent_commands_share_looks_and_still_find_their_own(tmp_path: Path) -> None:
-    """Eight commands at once (their watchers share their looks at new pids): each one's
-    escapees die with it, the fork bombs among them are stopped at their own cap, and the calm
-    ones are left alone, though every new pid was first looked at by whichever watcher came
-    first."""
+@pytest.mark.parametrize("looks", ["range", "listing"])
+async def test_many_concurrent_commands_share_looks_and_still_find_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, looks: str
+) -> None:
+    """Eight commands at once (one look, shared by their watchers, files every new pid): each
+    one's escapees die with it, the fork bombs among them are stopped at their own cap, and the
+    calm ones are left alone; also when every look lists all of /proc."""
+    if looks == "listing":
+        monkeypatch.setattr(process, "_last_pid", lambda: None)
     mark = marker()
     runs = []
     for i in range(8):
@@ -860,3 +864,33 @@ async def test_no_tree_stays_registered_once_its_command_is_over(tmp_path: Path)
     assert processes_with(mark) == []
     assert process._discovery._trees == {}
     assert process._discovery._owner == {}
+
+
+def test_a_child_of_an_undecided_orphan_is_decided_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An orphan caught in the middle of an exec (its environment reads empty) is looked at again;
+    so is the child it started just before, which is filed with the orphan's tree once the
+    orphan's marker is read, not dropped for having no known parent."""
+    me = os.getpid()
+    stats = {201: (me, 60, 1, False, 0), 202: (201, 61, 1, False, 0)}  # orphan, its child
+    environ = {201: b""}
+    monkeypatch.setattr(process, "_stat", lambda pid: stats.get(pid))
+    monkeypatch.setattr(process, "_read_proc", lambda pid, name, most=4096: environ.get(pid))
+    monkeypatch.setattr(process, "_is_process", lambda pid: True)
+    monkeypatch.setattr(process, "_ancestors", lambda: frozenset({1, me}))
+    last = [200]
+    monkeypatch.setattr(process, "_last_pid", lambda: last[0])
+    discovery = process._Discovery()
+    monkeypatch.setattr(process, "_discovery", discovery)
+
+    async def tree() -> process._Watcher:
+        return process._Watcher("tok-t", 10, None, asyncio.get_running_loop())
+
+    t = asyncio.run(tree())
+    last[0] = 202
+    with discovery.lock:
+        discovery.look(asked_at=time.monotonic())
+    assert t.ours == {} and discovery.waiting == {201}
+    environ[201] = process.TREE_ENV_VAR.encode() + b"=tok-t\0"
+    with discovery.lock:
+        discovery.look(asked_at=time.monotonic())
+    assert t.ours == {201: 60, 202: 61}

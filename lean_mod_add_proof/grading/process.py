@@ -481,6 +481,9 @@ class _Discovery:
                 del pending[pid]
                 progress = True
                 tree: _Watcher | None = self._owner.get(ppid)
+                if tree is None and ppid in self._retry:  # its parent is undecided: so is it
+                    self._undecided(pid, retry_left, exec_=False)
+                    continue
                 if tree is None and ppid in adopters:  # an orphan, or a child of the grader or above
                     environ = _read_proc(pid, "environ", 1 << 20)
                     if not environ:  # in the middle of an exec, or a zombie: ask again next look
