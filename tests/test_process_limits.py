@@ -377,6 +377,35 @@ def test_a_poll_takes_a_look_only_if_none_began_after_it_asked(monkeypatch: pyte
     assert looks == [1000.0, 1000.01]
 
 
+class FakeProc:
+    """A /proc of made-up processes for one `_Discovery` (the module's own, for the test):
+    `stats` (pid -> ppid, start, rss, zombie, cpu), `environ` (pid -> bytes), `last_pid` (what
+    ns_last_pid reads), and `statted` (every pid a stat was asked for)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, stats: dict, environ: dict, last_pid: int) -> None:
+        self.stats, self.environ, self.last_pid = stats, environ, last_pid
+        self.statted: list[int] = []
+        monkeypatch.setattr(process, "_stat", lambda pid: self.statted.append(pid) or self.stats.get(pid))
+        monkeypatch.setattr(process, "_read_proc", lambda pid, name, most=4096: self.environ.get(pid))
+        monkeypatch.setattr(process, "_is_process", lambda pid: True)
+        monkeypatch.setattr(process, "_ancestors", lambda: frozenset({1, os.getpid()}))
+        monkeypatch.setattr(process, "_last_pid", lambda: self.last_pid)
+        self.discovery = process._Discovery()
+        monkeypatch.setattr(process, "_discovery", self.discovery)
+
+    def trees(self, *tokens: str) -> list[process._Watcher]:
+        """Watchers registered for `tokens` (made in a loop of their own, never run)."""
+
+        async def made() -> list[process._Watcher]:
+            return [process._Watcher(tok, 10, None, asyncio.get_running_loop()) for tok in tokens]
+
+        return asyncio.run(made())
+
+    def look(self) -> None:
+        with self.discovery.lock:
+            self.discovery.look(asked_at=time.monotonic())
+
+
 def test_a_new_pid_is_filed_with_the_tree_of_its_parent_or_of_its_marker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -392,31 +421,17 @@ def test_a_new_pid_is_filed_with_the_tree_of_its_parent_or_of_its_marker(
         105: (9999, 54, 1, False, 0),  # someone else's
     }
     environ = {103: b"A=1\0" + process.TREE_ENV_VAR.encode() + b"=tok-b\0", 104: b"A=1\0"}
-    statted: list[int] = []
-    monkeypatch.setattr(process, "_stat", lambda pid: statted.append(pid) or stats.get(pid))
-    monkeypatch.setattr(process, "_read_proc", lambda pid, name, most=4096: environ.get(pid))
-    monkeypatch.setattr(process, "_is_process", lambda pid: True)
-    monkeypatch.setattr(process, "_ancestors", lambda: frozenset({1, me}))
-    last = [100]
-    monkeypatch.setattr(process, "_last_pid", lambda: last[0])
-    discovery = process._Discovery()
-    monkeypatch.setattr(process, "_discovery", discovery)
-
-    async def trees() -> list[process._Watcher]:
-        loop = asyncio.get_running_loop()
-        return [process._Watcher(tok, 10, None, loop) for tok in ("tok-a", "tok-b", "tok-c")]
-
-    a, b, c = asyncio.run(trees())
-    with discovery.lock:
-        discovery.adopt(a, 101, 50)
-    last[0] = 105
-    statted.clear()
-    with discovery.lock:
-        discovery.look(asked_at=time.monotonic())
+    proc = FakeProc(monkeypatch, stats, environ, last_pid=100)
+    a, b, c = proc.trees("tok-a", "tok-b", "tok-c")
+    with proc.discovery.lock:
+        proc.discovery.adopt(a, 101, 50)
+    proc.last_pid = 105
+    proc.statted.clear()
+    proc.look()
     assert a.ours == {101: 50, 102: 51}
     assert b.ours == {103: 52}
     assert c.ours == {}
-    assert sorted(statted) == [101, 102, 103, 104, 105]  # each once, for all three trees
+    assert sorted(proc.statted) == [101, 102, 103, 104, 105]  # each once, for all three trees
 
 
 @needs_bwrap
@@ -847,20 +862,7 @@ async def test_no_tree_stays_registered_once_its_command_is_over(tmp_path: Path)
         ["sh", "-c", f"for i in $(seq 40); do sleep {mark} & done; wait"],
         lim=limits(tmp_path, max_processes=20),
     )
-    with pytest.raises(process.HostFault):  # the program is missing: prlimit cannot run it
-        await run(tmp_path, [str(tmp_path / "no-such-program")])
-    with pytest.raises(process.HostFault):  # no prlimit in front: the spawn itself fails
-        await run_command(
-            [str(tmp_path / "no-such-program")],
-            stage="build",
-            cwd=tmp_path,
-            env={},
-            deadline=time.monotonic() + 10,
-            output_cap_bytes=1 << 16,
-            tail_chars=0,
-            limits=None,
-            prlimit=None,
-        )
+    await test_a_program_that_cannot_be_started_is_a_host_fault(tmp_path)  # a spawn that fails
     assert processes_with(mark) == []
     assert process._discovery._trees == {}
     assert process._discovery._owner == {}
@@ -872,25 +874,11 @@ def test_a_child_of_an_undecided_orphan_is_decided_with_it(monkeypatch: pytest.M
     orphan's marker is read, not dropped for having no known parent."""
     me = os.getpid()
     stats = {201: (me, 60, 1, False, 0), 202: (201, 61, 1, False, 0)}  # orphan, its child
-    environ = {201: b""}
-    monkeypatch.setattr(process, "_stat", lambda pid: stats.get(pid))
-    monkeypatch.setattr(process, "_read_proc", lambda pid, name, most=4096: environ.get(pid))
-    monkeypatch.setattr(process, "_is_process", lambda pid: True)
-    monkeypatch.setattr(process, "_ancestors", lambda: frozenset({1, me}))
-    last = [200]
-    monkeypatch.setattr(process, "_last_pid", lambda: last[0])
-    discovery = process._Discovery()
-    monkeypatch.setattr(process, "_discovery", discovery)
-
-    async def tree() -> process._Watcher:
-        return process._Watcher("tok-t", 10, None, asyncio.get_running_loop())
-
-    t = asyncio.run(tree())
-    last[0] = 202
-    with discovery.lock:
-        discovery.look(asked_at=time.monotonic())
-    assert t.ours == {} and discovery.waiting == {201}
-    environ[201] = process.TREE_ENV_VAR.encode() + b"=tok-t\0"
-    with discovery.lock:
-        discovery.look(asked_at=time.monotonic())
+    proc = FakeProc(monkeypatch, stats, {201: b""}, last_pid=200)
+    (t,) = proc.trees("tok-t")
+    proc.last_pid = 202
+    proc.look()
+    assert t.ours == {} and proc.discovery.waiting == {201}
+    proc.environ[201] = process.TREE_ENV_VAR.encode() + b"=tok-t\0"
+    proc.look()
     assert t.ours == {201: 60, 202: 61}
