@@ -1205,6 +1205,13 @@ def _last_line(text: str) -> str:
     return " ".join(lines[-1].split())[:300] if lines else "(no output)"
 
 
+def _raise_if_host_fault(exc: BaseException) -> None:
+    """A watcher that could not be made or started for the host's reason (out of memory, no
+    thread) is a HostFault; anything else is re-raised by the caller as it is."""
+    if isinstance(exc, Exception) and (why := host_fault_reason(exc)) is not None:
+        raise HostFault(f"the process watcher could not start: {why}") from exc
+
+
 def _spawn_fault(exc: OSError, program: str) -> str:
     what = _SPAWN_ERRNOS.get(exc.errno or 0) or HOST_ERRNOS.get(exc.errno or 0) or "the host refused it"
     return f"could not start {exc.filename or program}: {what} ({exc.strerror or exc})"
@@ -1316,8 +1323,7 @@ async def run_command(
         for fd in (status_r, status_w):
             if fd is not None:
                 os.close(fd)
-        if isinstance(exc, Exception) and (why := host_fault_reason(exc)) is not None:
-            raise HostFault(f"the process watcher could not start: {why}") from exc
+        _raise_if_host_fault(exc)
         raise
     try:
         # Started synchronously, as asyncio's own subprocess support does, but followed by `_Run`:
@@ -1401,8 +1407,7 @@ async def _watch(
         _killpg(run.pid)
         run.proc.wait()
         run.close()
-        if isinstance(exc, Exception) and (why := host_fault_reason(exc)) is not None:
-            raise HostFault(f"the process watcher could not start: {why}") from exc
+        _raise_if_host_fault(exc)
         raise
     group = _group.get()
     if group is not None:
