@@ -56,6 +56,7 @@ from lean_mod_add_proof.grading import native_judge, pipeline, process, workdirs
 from lean_mod_add_proof.grading import package as pkgmod  # noqa: E402
 from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 from lean_mod_add_proof.grading.process import TREE_ENV_VAR  # noqa: E402
+from lean_mod_add_proof.grading.routes import core  # noqa: E402
 from lean_mod_add_proof.grading.sandbox import probe_sandbox  # noqa: E402
 
 
@@ -123,7 +124,7 @@ def timing_steps(spent: dict[str, float]) -> Iterator[None]:
 @contextlib.contextmanager
 def capturing_commands(into: list[BareCommand]) -> Iterator[None]:
     """Record each command `pipeline` starts (argv without the sandbox, cwd, environment)."""
-    real = pipeline.run_command
+    real = core.run_command
 
     async def recording(argv: Sequence[str], **kwargs: Any) -> Any:
         env = {k: v for k, v in kwargs["env"].items() if k != TREE_ENV_VAR}
@@ -131,11 +132,11 @@ def capturing_commands(into: list[BareCommand]) -> Iterator[None]:
         into.append(BareCommand(shown, Path(kwargs["cwd"]), env, kwargs.get("stdout_fd") is not None))
         return await real(argv, **kwargs)
 
-    pipeline.run_command = recording  # type: ignore[assignment]
+    core.run_command = recording  # type: ignore[assignment]
     try:
         yield
     finally:
-        pipeline.run_command = real
+        core.run_command = real
 
 
 def run_bare(commands: Sequence[BareCommand], scratch: Path) -> list[float]:

@@ -33,7 +33,8 @@ def fresh_memos() -> Iterator[None]:
     """Nothing this process remembers of an earlier self-test or toolchain probe (the `lean
     --version` and `lake comparator` probes), before the test and after it. Use it as
     `pytestmark = pytest.mark.usefixtures("fresh_memos")`."""
-    from lean_mod_add_proof.grading import comparator, selftest, toolchain
+    from lean_mod_add_proof.grading import selftest, toolchain
+    from lean_mod_add_proof.grading.routes import comparator
 
     def forget() -> None:
         selftest.forget()

@@ -238,7 +238,7 @@ def require_comparator() -> None:
     bubblewrap, which some machines cannot install: issue 29). The probe is the grader's own, so
     a host where it says "available" still runs every comparator test. Called inside a test, not
     at import, so that collection does not run `lake --help`."""
-    from lean_mod_add_proof.grading.comparator import probe_comparator
+    from lean_mod_add_proof.grading.routes.comparator import probe_comparator
 
     probe = probe_comparator(DOUBLE_DIR)
     if not probe.available:

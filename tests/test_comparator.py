@@ -1,4 +1,4 @@
-"""The second judge: the toolchain's own `lake comparator` (grading/comparator.py).
+"""The second judge: the toolchain's own `lake comparator` (grading/routes/comparator/).
 
 The pure parts are checked against what lean4's sources require (Check.lean's `Config`,
 Manifest.lean's schema, the prompt signature). The runs go through real processes with the
@@ -27,11 +27,11 @@ from helpers import (
     weights_text,
 )
 
-from lean_mod_add_proof.grading import comparator as cmp
 from lean_mod_add_proof.grading.lean_names import ALLOWED_AXIOMS, theorem_signature
 from lean_mod_add_proof.grading.process import Limits, find_prlimit
 from lean_mod_add_proof.grading.reference import reference_submission
 from lean_mod_add_proof.grading.result import GraderConfig
+from lean_mod_add_proof.grading.routes import comparator as cmp
 
 P = 5
 THEOREM = "LeanCheckedNetwork.Net.adds_mod_5"

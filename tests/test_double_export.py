@@ -20,9 +20,9 @@ import pytest
 from helpers import DOUBLE_DIR, copy_double, submission, weights_text
 
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
-from lean_mod_add_proof.grading import comparator as cmp
 from lean_mod_add_proof.grading.export_text import drop_constant, retype_constant
 from lean_mod_add_proof.grading.reference import reference_submission, row_lemma_name
+from lean_mod_add_proof.grading.routes import comparator as cmp
 
 P = 5
 THEOREM = "LeanCheckedNetwork.Net.adds_mod_5"

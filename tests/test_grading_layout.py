@@ -18,8 +18,9 @@ from lean_mod_add_proof.grading.judge import (
     judge_argv,
     parse_judge_output,
 )
-from lean_mod_add_proof.grading.pipeline import JUDGE_IMPORTS, SKIP_KERNEL_OPTION
 from lean_mod_add_proof.grading.result import GradeResult
+from lean_mod_add_proof.grading.routes.replay import JUDGE_IMPORTS
+from lean_mod_add_proof.grading.routes.steps import SKIP_KERNEL_OPTION
 
 
 def test_cache_key_covers_its_inputs() -> None:

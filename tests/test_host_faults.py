@@ -39,6 +39,7 @@ from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import hashing, pipeline, process, sandbox
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.process import CommandOutcome
+from lean_mod_add_proof.grading.routes import core, steps
 
 TESTS = Path(__file__).resolve().parent
 MODES = [pytest.param("off", id="plain"), pytest.param("on", id="bwrap", marks=needs_bwrap)]
@@ -188,7 +189,7 @@ def oom_killer(monkeypatch: pytest.MonkeyPatch, acted: bool) -> None:
     """The kernel's OOM-kill counter as the grader reads it: moving (the OOM killer acted during
     the command) or standing still."""
     counter = itertools.count()
-    monkeypatch.setattr(pipeline, "oom_kill_count", (lambda: next(counter)) if acted else (lambda: 7))
+    monkeypatch.setattr(core, "oom_kill_count", (lambda: next(counter)) if acted else (lambda: 7))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -238,7 +239,7 @@ async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
     (the submission's doing), even if the OOM killer acted; under the cap, with the OOM killer
     acting, it is "could not judge"."""
     oom_killer(monkeypatch, True)
-    real = pipeline.run_command
+    real = core.run_command
 
     async def killed_from_outside(argv: list[str], **kw: object) -> CommandOutcome:
         out = await real(argv, **kw)  # type: ignore[arg-type]
@@ -247,7 +248,7 @@ async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
             return dataclasses.replace(out, record=rec, peak_rss_mb=peak)
         return out
 
-    monkeypatch.setattr(pipeline, "run_command", killed_from_outside)
+    monkeypatch.setattr(core, "run_command", killed_from_outside)
     res = await run_double(submission(), tmp_path, memory_mb=256)
     assert res.judged is judged and not res.accepted, res.reason
     if judged:
@@ -296,7 +297,7 @@ async def test_enospc_anywhere_is_named(tmp_path: Path, monkeypatch: pytest.Monk
     def no_room(*_: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "Submission.lean")
 
-    monkeypatch.setattr(pipeline.pkgmod, "write_submission", no_room)
+    monkeypatch.setattr(steps.pkgmod, "write_submission", no_room)
     res = await run_double(submission(), tmp_path)
     not_judged(res, "the work disk is full", "No space left on device")
 
@@ -305,7 +306,7 @@ async def test_memory_error_in_the_grader_is_named(tmp_path: Path, monkeypatch: 
     def oom(_: str) -> None:
         raise MemoryError
 
-    monkeypatch.setattr(pipeline, "check_guard", oom)
+    monkeypatch.setattr(steps, "check_guard", oom)
     res = await run_double(submission(), tmp_path)
     not_judged(res, "out of memory")
 
@@ -340,13 +341,13 @@ async def test_the_toolchain_removed_mid_run_is_not_judged(
     it (exit 127), which is not the submission's build failing."""
     tc = copy_double(tmp_path / "tc")
     lean = tc / "bin" / "lean"
-    real_build = pipeline._Grade.build
+    real_build = steps.build
 
-    async def build_after_removal(self: pipeline._Grade, *args: object) -> None:
+    async def build_after_removal(*args: object) -> None:
         lean.rename(lean.with_name("lean.gone"))
-        await real_build(self, *args)  # type: ignore[arg-type]
+        await real_build(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pipeline._Grade, "build", build_after_removal)
+    monkeypatch.setattr(steps, "build", build_after_removal)
     res = await run_double(submission(), tmp_path, toolchain_dir=tc)
     not_judged(res, f"{lean} is missing or not executable")
     assert DOUBLE_DIR.joinpath("bin", "lean").exists()
@@ -436,7 +437,7 @@ async def test_an_outside_sigkill_of_the_judge_after_it_started_on_the_submissio
     """The judge SIGKILLed after its `{"phase":"replay"}` line: the host's OOM killer is could not
     judge; any other SIGKILL there ended it on the submission's data, a rejection."""
     oom_killer(monkeypatch, oom)
-    real = pipeline.run_command
+    real = core.run_command
 
     async def killed(argv: list[str], **kw: object) -> CommandOutcome:
         out = await real(argv, **kw)  # type: ignore[arg-type]
@@ -445,7 +446,7 @@ async def test_an_outside_sigkill_of_the_judge_after_it_started_on_the_submissio
             return dataclasses.replace(out, record=rec, text='{"phase":"replay"}\n')
         return out
 
-    monkeypatch.setattr(pipeline, "run_command", killed)
+    monkeypatch.setattr(core, "run_command", killed)
     res = await run_double(submission(), tmp_path)
     assert res.failed_stage == "leanchecker" and not res.accepted
     assert res.judged is not oom, res.reason

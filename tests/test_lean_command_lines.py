@@ -92,7 +92,7 @@ async def test_the_judges_own_memory_is_not_counted_against_the_submission(
     """`memory_mb` bounds what the submission adds: the judge gets its own fixed cost on top
     (JUDGE_MEMORY_MB; estimates until a Lean run measures them), so even the smallest cap
     (64 MiB) cannot turn an honest proof into "memory cap exceeded" at the judge."""
-    from lean_mod_add_proof.grading.pipeline import JUDGE_MEMORY_MB
+    from lean_mod_add_proof.grading.routes.replay import JUDGE_MEMORY_MB
 
     mode = "native" if native else "interpreted"
     fits = JUDGE_MEMORY_MB[mode] // 2

@@ -18,6 +18,7 @@ from lean_mod_add_proof.grading import selftest, toolchain
 from lean_mod_add_proof.grading.grader import grade
 from lean_mod_add_proof.grading.lean_names import LEAN_TOOLCHAIN
 from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings, flag_name
+from lean_mod_add_proof.grading.routes.replay import JUDGE_MEMORY_MB
 from lean_mod_add_proof.taskset import LeanTaskConfig
 
 RELEASE = "leanprover/lean4:v4.35.0"
@@ -113,10 +114,9 @@ def test_the_default_memory_cap_keeps_15241_out_of_reach() -> None:
     least 18 GB of free memory. The most a grade's process tree may hold by default (the cap on
     its summed resident memory, plus the judge's own allowance on top) must stay far below that
     (docs/trust-model.md)."""
-    from lean_mod_add_proof.grading import pipeline
 
     default_mib = GraderSettings.model_fields["memory_mb"].default
-    most_bytes = (default_mib + max(pipeline.JUDGE_MEMORY_MB.values())) * 1024 * 1024
+    most_bytes = (default_mib + max(JUDGE_MEMORY_MB.values())) * 1024 * 1024
     assert most_bytes < 18 * 10**9 * 2 / 3, most_bytes
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import build_output, marker, processes_with, run_double, submission, wait_gone, work_dirs
 
-from lean_mod_add_proof.grading import pipeline, workdirs
+from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading.routes import steps
 
 
 async def test_memory_cap_is_the_summed_rss_and_names_itself(tmp_path: Path) -> None:
@@ -155,7 +156,7 @@ def test_a_killed_unsandboxed_graders_leftovers_are_swept_by_the_next(tmp_path: 
         grader.wait()
     time.sleep(0.3)
     assert processes_with(spawned) and work_dirs(tmp_path)  # what a killed grader leaves
-    pipeline._swept.clear()  # as in a freshly started grader process
+    steps._swept.clear()  # as in a freshly started grader process
     res = asyncio.run(run_double(submission(), tmp_path))
     assert res.accepted, res.reason
     assert asyncio.run(wait_gone(spawned)) == []

@@ -26,6 +26,7 @@ from lean_mod_add_proof.constants import theorem_name
 from lean_mod_add_proof.grading import pipeline, sandbox, workdirs
 from lean_mod_add_proof.grading.grader import grade, grade_reply
 from lean_mod_add_proof.grading.judge import JudgeReport
+from lean_mod_add_proof.grading.routes import replay
 
 
 async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
@@ -305,13 +306,13 @@ async def test_only_the_ok_verdict_is_accepted(
 ) -> None:
     """A verdict the grader does not name (the `Verdict` Literal widened later, say) is could not
     judge, never a pass: the pipeline accepts exactly "ok", it does not reject a known list."""
-    real = pipeline.parse_judge_output
+    real = replay.parse_judge_output
 
     def widened(text: str) -> JudgeReport:
         report = real(text)
         return JudgeReport.model_construct(**{**report.model_dump(), "verdict": verdict})
 
-    monkeypatch.setattr(pipeline, "parse_judge_output", widened)
+    monkeypatch.setattr(replay, "parse_judge_output", widened)
     res = await run_double(submission(), tmp_path)
     assert not res.accepted and not res.judged, res.reason
     assert "verdict the grader does not know" in res.reason
@@ -333,7 +334,7 @@ async def test_a_changed_native_judge_is_forgotten_and_rebuilt(
         calls.append(True)
         return real(judge, rehash=rehash) and len(calls) > 1
 
-    monkeypatch.setattr(pipeline, "unchanged", changed_once)
+    monkeypatch.setattr(replay, "unchanged", changed_once)
     first = await run_double(submission(), tmp_path, sandbox="off")
     assert first.judged and not first.accepted and "native judge changed" in first.reason
     assert native_judge._memo == {}

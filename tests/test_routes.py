@@ -1,4 +1,4 @@
-"""Which judge decides (`judge` setting, pipeline.py `ROUTES`), through real commands against the
+"""Which judge decides (`judge` setting, routes/protocol.py `ROUTES`), through real commands against the
 toolchain double (shell scripts, not Lean; nothing here says what Lean accepts). The self-test
 runs in these tests: a route grades only once its own canaries passed."""
 

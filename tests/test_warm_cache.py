@@ -25,8 +25,8 @@ from lean_mod_add_proof.cli.taskrun import choose
 from lean_mod_add_proof.cli.warmcache import KEY_PREFIX, warm_one
 from lean_mod_add_proof.dataset.tasks import load_tasks, sha256_text
 from lean_mod_add_proof.grading import grader, native_judge, selftest
-from lean_mod_add_proof.grading.pipeline import cache_key_for
 from lean_mod_add_proof.grading.result import GraderConfig
+from lean_mod_add_proof.grading.routes.steps import cache_key_for
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 # Nothing remembered of a self-test an earlier test module ran in this process: warm-cache must

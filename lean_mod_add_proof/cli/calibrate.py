@@ -34,7 +34,7 @@ from lean_mod_add_proof.grading.steps_log import long_step
 
 log = logging.getLogger(__name__)
 
-#: The stages one `timeout_s` deadline covers (pipeline.py: build, export and judge together,
+#: The stages one `timeout_s` deadline covers (routes/replay.py: build, export and judge together,
 #: then the statement and axiom checks); the self-test and set-up run in others or beforehand.
 TIMED_STAGES: tuple[str, ...] = ("build", "leanchecker", "statement", "axioms")
 

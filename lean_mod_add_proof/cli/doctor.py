@@ -243,6 +243,7 @@ def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: 
 def doctor_checks(config: GraderConfig) -> list[Check]:
     from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
     from lean_mod_add_proof.grading import kernels as kernelsmod
+    from lean_mod_add_proof.grading.routes.replay import JUDGE_MEMORY_MB
     from lean_mod_add_proof.grading.toolchain import INSTALL_FIX
 
     checks: list[Check] = []
@@ -262,7 +263,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         checks.append(Check("lean", True, f"{found.lean}: {found.version}"))
         checks.append(Check("core library", True, str(found.dir / "lib" / "lean")))
         checks.append(Check("toolchain dir", True, f"{found.dir} (found via {found.source})"))
-        most_mb = config.memory_mb + max(pipeline.JUDGE_MEMORY_MB.values())
+        most_mb = config.memory_mb + max(JUDGE_MEMORY_MB.values())
         checks.append(kernel_fixes_check(toolchain.version_of(config.lean_toolchain), most_mb))
         # The independent checkers (`kernels = all`, grading/kernels.py): required only then.
         have = {c.name for c in kernelsmod.shipped(found.dir)}
@@ -350,7 +351,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
     )
     total_mb = _mem_total_mb()
     if total_mb is not None:
-        judge_mb = pipeline.JUDGE_MEMORY_MB[judge_mode]
+        judge_mb = JUDGE_MEMORY_MB[judge_mode]
         per_grade = config.memory_mb + judge_mb
         budget = per_grade * concurrent
         checks.append(

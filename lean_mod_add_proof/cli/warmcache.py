@@ -43,7 +43,7 @@ async def warm_one(grade_task: Any, config: Any, toolchain: Any) -> WarmRow:
     """Build or verify one task's cache entry through the pipeline's own prebuild path."""
     from lean_mod_add_proof.grading import cache as cachemod
     from lean_mod_add_proof.grading.grader import warm_cache
-    from lean_mod_add_proof.grading.pipeline import cache_key_for
+    from lean_mod_add_proof.grading.routes.steps import cache_key_for
 
     key = cache_key_for(grade_task, toolchain)
     started = time.monotonic()

@@ -15,7 +15,7 @@ STAGES: tuple[Stage, ...] = ("extract", "guard", "toolchain", "build", "leanchec
 
 AxiomsMode = Literal["subset", "exact"]
 JudgeMode = Literal["native", "interpreted"]
-#: The `judge` setting: which judge may decide (`auto` tries them in order, see pipeline.py).
+#: The `judge` setting: which judge may decide (`auto` tries them in order, see routes/protocol.py).
 JudgeChoice = Literal["auto", "replay", "comparator"]
 #: The judge that decided a grade: the grader's own replay judge, or the toolchain's comparator.
 JudgeName = Literal["replay", "comparator"]

@@ -86,7 +86,7 @@ SHIFT_BOMB = "LeanCheckedNetwork.Net.shift_bomb"
 #: The routes a canary can run on (`route_key`): the replay judge reading the export or the
 #: olean, and the toolchain's comparator.
 ROUTE_KEYS: tuple[str, ...] = ("export", "olean", "comparator")
-#: What every rejection by the comparator says (comparator.py `comparator_verdict`).
+#: What every rejection by the comparator says (routes/comparator/verdict.py `comparator_verdict`).
 COMPARATOR_REJECTS = ("leanchecker", "lake comparator rejected")
 
 

@@ -1,0 +1,162 @@
+"""What one run of `lake comparator` decided, read from its exit, its output and what the grader
+saw of it (pure; the package docstring gives the exit codes and phases)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lean_mod_add_proof.grading.lean_names import ALLOWED_AXIOMS, SUBMISSION_MODULE
+from lean_mod_add_proof.grading.result import AxiomsMode, CommandRecord
+from lean_mod_add_proof.grading.routes.comparator.output import last_error, lines_of
+from lean_mod_add_proof.grading.routes.comparator.package import Subcommand
+
+Verdict = Literal["accepted", "rejected", "not_judged"]
+#: What `compareIt` prints last on success (Check.lean).
+OKAY_LINE = "Your solution is okay!"
+#: Progress lines the outer `lake` prints (trusted: before the step they name) once the solution
+#: phase began (Check.lean `safeLakeBuild`, `safeExport`, `runExternalKernel`); any one of them
+#: marks it. The challenge's lines name `Challenge`, never the solution module.
+SOLUTION_PHASE_MARKS: tuple[str, ...] = (
+    f"Building {SUBMISSION_MODULE}",
+    f" from {SUBMISSION_MODULE}",
+    " kernel on solution",
+)
+#: An argument only the solution phase's sandboxed steps run with: Check.lean runs them as
+#: `env -i <bwrap> ... -- <lake> build <solution>` and `... -- <leanexport> <solution> -- ...`
+#: (`sandboxSpawnArgs`, `safeLakeBuild`, `safeExport`), visible in /proc while they run. It does
+#: not depend on the outer `lake`'s stdout, which Lean writes with a bare `fwrite`
+#: (src/runtime/io.cpp `lean_io_prim_handle_put_str`): into a pipe, glibc buffers it, and a
+#: kill by the grader's deadline or cap loses what was not flushed.
+SOLUTION_PHASE_ARGV: tuple[str, ...] = (SUBMISSION_MODULE,)
+
+
+class ComparatorOutcome(BaseModel):
+    """What one comparator run decided."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    reason: str
+    judge: Literal["comparator"] = "comparator"
+    subcommand: Subcommand | None = None
+    commands: list[CommandRecord] = []
+    peak_rss_mb: int = 0
+
+    @property
+    def judged(self) -> bool:
+        return self.verdict != "not_judged"
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "accepted"
+
+
+def solution_phase_start(
+    first_seen: Mapping[bytes, float] | None, text: str = "", argv_seen_at: float | None = None
+) -> float | None:
+    """Seconds into the run at which its solution phase was first seen, or None (pure): the
+    earliest of the `SOLUTION_PHASE_MARKS` the output showed (timed as it arrived; without
+    timings, `first_seen` None, a mark in the kept `text` counts as seen at the start) and of a
+    process running with `SOLUTION_PHASE_ARGV` (`argv_seen_at`)."""
+    if first_seen is not None:
+        times = [first_seen[m.encode()] for m in SOLUTION_PHASE_MARKS if m.encode() in first_seen]
+    else:
+        times = [0.0] if any(m in text for m in SOLUTION_PHASE_MARKS) else []
+    if argv_seen_at is not None:
+        times.append(argv_seen_at)
+    return min(times) if times else None
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the grader saw of one run of `lake comparator`, beyond its output (pure data)."""
+
+    exit_code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    limit_exceeded: str | None = None
+    solution_phase_at: float | None = None
+    """`solution_phase_start`: seconds into the run, or None (never reached)."""
+    seconds: float = 0.0
+    """How long the run lasted (to its kill, on a timeout)."""
+    oom_killer_acted: bool = False
+    """The kernel's OOM-kill counter moved during the run (or could not be read)."""
+    peak_rss_mb: int = 0
+    memory_cap_mb: int | None = None
+
+
+def _killed_step(err: str) -> bool:
+    """`Child exited with 137` (a sandboxed build or export) or `<kernel> exited with 137`: bwrap
+    reports its command's death by SIGKILL as 128 + 9 (process.py module docstring)."""
+    return err.endswith("exited with 137")
+
+
+def comparator_verdict(
+    facts: RunFacts,
+    text: str,
+    *,
+    axioms_mode: AxiomsMode = "subset",
+    timeout_s: float | None = None,
+) -> tuple[Verdict, str]:
+    """Map one run of `lake comparator` to a verdict (pure; the module docstring gives the
+    exit codes and phases). The grader's own deadline stopping it is a rejection only once the
+    solution phase had `timeout_s` to itself; its memory cap once the solution phase began; a
+    SIGKILL inside the solution phase is the host's when the OOM killer acted, else the
+    submission's, as on the other routes."""
+    started = facts.solution_phase_at is not None
+    if facts.timed_out:
+        why = "timed out" + (f" (the {timeout_s:g} s limit ran out)" if timeout_s else "")
+        if not started:
+            return "not_judged", f"lake comparator {why} before it reached the submission"
+        assert facts.solution_phase_at is not None
+        had = facts.seconds - facts.solution_phase_at
+        if timeout_s is not None and had < timeout_s:
+            return "not_judged", (
+                f"lake comparator timed out, but its trusted steps left the submission {had:.1f} s "
+                f"of its {timeout_s:g} s"
+            )
+        return "rejected", f"lake comparator {why} while building or judging the submission"
+    if facts.limit_exceeded:
+        why = f"lake comparator stopped: {facts.limit_exceeded}"
+        if started:
+            return "rejected", f"{why} while building or judging the submission"
+        return "not_judged", f"{why} before it reached the submission"
+    if facts.signal is not None:
+        return "not_judged", f"lake comparator was killed by signal {facts.signal}: {last_error(text)}"
+    if facts.exit_code == 0:
+        if OKAY_LINE not in (ln.strip() for ln in lines_of(text)):
+            return "not_judged", f"lake comparator exited 0 without saying {OKAY_LINE!r}"
+        if axioms_mode == "exact":
+            return "not_judged", (
+                "lake comparator accepted, but it checks only that the axioms are among "
+                f"{', '.join(ALLOWED_AXIOMS)}; axioms_mode=exact (all of them) needs the replay judge"
+            )
+        return "accepted", OKAY_LINE
+    if facts.exit_code == 1:
+        err = last_error(text)
+        if not started:
+            return "not_judged", f"lake comparator failed before it reached the submission: {err}"
+        if _killed_step(err):
+            cap = facts.memory_cap_mb
+            if cap is not None and facts.peak_rss_mb > cap:
+                return "rejected", (
+                    f"a step of lake comparator was killed: memory cap exceeded "
+                    f"({facts.peak_rss_mb} MiB > {cap} MiB): {err}"
+                )
+            if facts.oom_killer_acted:
+                return "not_judged", (
+                    f"a step of lake comparator was killed by the host's OOM killer, at "
+                    f"{facts.peak_rss_mb} MiB: {err}"
+                )
+            return "rejected", (
+                f"a step of lake comparator was killed by a SIGKILL that neither the grader nor the "
+                f"OOM killer sent: {err}"
+            )
+        return "rejected", f"lake comparator rejected the submission: {err}"
+    if facts.exit_code == 2:
+        return "not_judged", f"lake comparator cannot run: {last_error(text)}"
+    return "not_judged", f"lake comparator exited {facts.exit_code}: {last_error(text)}"

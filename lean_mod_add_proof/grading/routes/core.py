@@ -1,0 +1,267 @@
+"""What every route of a grade shares: the task, the grade's lifecycle (stages begun and ended,
+commands recorded, the failure that ends it, its work directory), how a stage fails, and how the
+grade's commands run (toolchain, sandbox, limits).
+
+A failed stage raises `StageFailed`: a verdict (`judged=True`, reward 0.0) for what the
+submission's text, build or proof caused, or could not judge (`not_judged`) for what the host or
+the grader caused. Nothing here decides which; each step says so where it raises.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_mod_add_proof.grading import cache as cachemod
+from lean_mod_add_proof.grading import package as pkgmod
+from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading.judge import output_lines
+from lean_mod_add_proof.grading.lean_names import theorem_name
+from lean_mod_add_proof.grading.messages import REASON_MAX_CHARS, error_messages, one_line
+from lean_mod_add_proof.grading.process import (
+    CommandOutcome,
+    HostFault,
+    Limits,
+    child_env,
+    oom_kill_count,
+    run_command,
+)
+from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
+from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout
+from lean_mod_add_proof.grading.toolchain import Toolchain
+
+OnStage = Callable[[str], None]
+#: Memory cap floor for compiling the task's own trusted files.
+PREBUILD_MEMORY_MB = 2048
+
+
+@dataclass(frozen=True)
+class GradeTask:
+    """What a grade needs to know about its task: the id, the modulus and the two trusted texts."""
+
+    task_id: str
+    p: int
+    network_lean: str
+    weights_lean: str
+
+
+class StageFailed(Exception):
+    """A stage failed; carries the one-line reason (control flow inside the grade only).
+    `judged=False` when the failure says nothing about the submission (could not judge)."""
+
+    def __init__(self, stage: Stage, reason: str, *, judged: bool = True) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+        self.judged = judged
+
+
+def not_judged(stage: Stage, reason: str) -> StageFailed:
+    return StageFailed(stage, reason, judged=False)
+
+
+def summarize_output(text: str) -> str:
+    """The most telling line of a failed command's output: the first error, else the last line."""
+    if errors := error_messages(text):
+        return one_line(errors[0])
+    lines = output_lines(text)
+    for ln in lines:
+        if "error" in ln.lower():
+            return one_line(ln)
+    return one_line(lines[-1]) if lines else "(no output)"
+
+
+def command_failure(what: str, outcome: CommandOutcome, timeout_s: float) -> str | None:
+    """Why a command counts as failed, or None when it exited 0 (pure)."""
+    rec = outcome.record
+    if outcome.limit_exceeded:
+        return f"{what} stopped: {outcome.limit_exceeded}"
+    if outcome.timed_out:
+        return f"{what} timed out: the {timeout_s:g} s limit for build, replay and check together ran out"
+    if rec.signal is not None:
+        return f"{what} failed (killed by signal {rec.signal}): {summarize_output(outcome.text)}"
+    if rec.exit_code != 0:
+        return f"{what} failed (exit {rec.exit_code}): {summarize_output(outcome.text)}"
+    return None
+
+
+def oom_killer_acted(before: int | None) -> bool:
+    """Whether the kernel's OOM killer killed anything since `before` was read; True when it
+    cannot be told (the host's fault is the safe reading of an unknown SIGKILL)."""
+    after = oom_kill_count()
+    return before is None or after is None or after > before
+
+
+@dataclass
+class CommandEnv:
+    """What every command of one grade shares: the toolchain, the settings, the sandbox."""
+
+    toolchain: Toolchain
+    config: GraderConfig
+    sandboxed: bool
+    bwrap: str | None
+    prlimit: str
+
+    def limits(
+        self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
+    ) -> Limits:
+        """The per-grade caps. The trusted prebuild gets at least PREBUILD_MEMORY_MB (or
+        `memory_floor_mb`), so a small cap meant for submissions cannot turn into "the task's own
+        files do not build"; the judge gets `memory_extra_mb` on top, its own fixed cost, so the
+        cap bounds what the submission adds."""
+        c = self.config
+        floor = max(PREBUILD_MEMORY_MB, memory_floor_mb) if trusted else 0
+        return Limits(
+            memory_mb=max(c.memory_mb + memory_extra_mb, floor),
+            max_processes=c.max_processes,
+            max_disk_mb=c.max_disk_mb,
+            max_file_mb=c.max_file_mb,
+            disk_paths=(grade_dir,),
+            max_files=c.max_files,
+            cpu_threads=c.threads,
+        )
+
+    async def run(
+        self,
+        stage: Stage,
+        argv: Sequence[str],
+        cwd: Path,
+        deadline: float,
+        *,
+        search_path: Sequence[Path],
+        grade_dir: Path,
+        writable: bool,
+        trusted: bool = False,
+        tmp_name: str = pkgmod.GRADE_TMP,
+        output_cap_bytes: int | None = None,
+        extra_readonly: Sequence[Path] = (),
+        memory_floor_mb: int = 0,
+        memory_extra_mb: int = 0,
+        extra_env: Mapping[str, str] | None = None,
+        stdout_fd: int | None = None,
+    ) -> CommandOutcome:
+        """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
+        binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
+        Temporary files go to the grade's own `tmp_name` directory (bound as /tmp in the
+        sandbox), so the disk cap counts them and nothing is left on the host."""
+        tmp_dir = grade_dir / tmp_name
+        env = child_env(cwd, self.toolchain.dir / "bin", tmpdir=Path("/tmp") if self.sandboxed else tmp_dir)
+        env["LEAN_PATH"] = pkgmod.lean_path(self.toolchain.dir, *search_path)
+        env["LEAN_NUM_THREADS"] = str(self.config.threads)  # read by compiled executables only
+        env.update(extra_env or {})
+        full = list(argv)
+        if self.sandboxed:
+            assert self.bwrap is not None
+            if writable:
+                ro = [cwd / r for r in pkgmod.SANDBOX_READONLY if (cwd / r).exists()]
+            else:
+                ro = [cwd]  # a later bind over the same path wins: the whole directory read-only
+            ro += list(extra_readonly)
+            full = (
+                bwrap_argv(
+                    self.bwrap,
+                    layout=host_layout(),
+                    toolchain_dir=self.toolchain.dir,
+                    package_dir=cwd,
+                    readonly_files=ro,
+                    env=env,
+                    tmp_dir=tmp_dir,
+                )
+                + full
+            )
+        try:
+            return await run_command(
+                full,
+                stage=stage,
+                cwd=cwd,
+                env=env,
+                deadline=deadline,
+                output_cap_bytes=output_cap_bytes or self.config.output_cap_bytes,
+                tail_chars=self.config.tail_chars,
+                limits=self.limits(
+                    grade_dir,
+                    trusted=trusted,
+                    memory_floor_mb=memory_floor_mb,
+                    memory_extra_mb=memory_extra_mb,
+                ),
+                prlimit=self.prlimit,
+                sandboxed=self.sandboxed,
+                record_argv=argv,
+                scope=workdirs.work_scope(self.config.work_root),
+                stdout_fd=stdout_fd,
+            )
+        except HostFault as fault:
+            if fault.sandbox:
+                forget_probe()  # the next grade probes bwrap again before it trusts it
+            raise
+
+
+class Grade:
+    """One grade's mutable state and lifecycle: the result, the stage running, the commands
+    recorded, the work directory and the cache entry it reads."""
+
+    def __init__(self, task: GradeTask, config: GraderConfig, on_stage: OnStage | None):
+        self.task = task
+        self.config = config
+        self.on_stage = on_stage
+        self.result = GradeResult(task_id=task.task_id, theorem=theorem_name(task.p))
+        self.grade_dir: Path | None = None
+        self.entry_pin: cachemod.EntryPin | None = None
+        """The cache entry this grade reads its trusted outputs from, held until it ends."""
+        self._stage_start = time.monotonic()
+        self._current: Stage | None = None
+
+    @property
+    def pkg(self) -> Path:
+        assert self.grade_dir is not None
+        return self.grade_dir / "package"
+
+    @property
+    def verdict_dir(self) -> Path:
+        assert self.grade_dir is not None
+        return self.grade_dir / "verdict"
+
+    def begin(self, stage: Stage) -> None:
+        self.end()
+        self._current = stage
+        self._stage_start = time.monotonic()
+        self.result.stage_reached = stage
+        if self.on_stage is not None:
+            self.on_stage(stage)
+
+    def end(self) -> None:
+        if self._current is not None:
+            elapsed = time.monotonic() - self._stage_start
+            key = self._current
+            self.result.stage_seconds[key] = round(self.result.stage_seconds.get(key, 0.0) + elapsed, 4)
+            self._current = None
+
+    def record(self, outcome: CommandOutcome) -> CommandOutcome:
+        self.result.commands.append(outcome.record)
+        self.result.peak_memory_mb = max(self.result.peak_memory_mb, outcome.peak_rss_mb)
+        return outcome
+
+    def fail(self, stage: Stage, reason: str, *, judged: bool = True) -> None:
+        self.end()
+        self.result.failed_stage = stage
+        self.result.judged = judged
+        prefix = "" if judged else "could not judge: "
+        self.result.reason = one_line(prefix + reason, 2 * REASON_MAX_CHARS)
+
+    def fresh_tmp(self, name: str) -> None:
+        """Make an untrusted step's own /tmp just before it starts (see `package.BUILD_TMP`).
+        Only an unsandboxed step before it can have made it: the submission's doing."""
+        assert self.grade_dir is not None
+        try:
+            (self.grade_dir / name).mkdir(0o700)
+        except FileExistsError:
+            raise StageFailed(
+                "build", f"{name} exists already: the build wrote outside its package"
+            ) from None
+
+    def release_entry(self) -> None:
+        """Let go of the cache entry this grade read (a discard may delete it from now on)."""
+        if self.entry_pin is not None:
+            self.entry_pin.release()
