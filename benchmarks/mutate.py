@@ -70,6 +70,18 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_guard_corpus.py",
     ),
     "lexer": ("tests/test_guard_lexer.py", "tests/test_guard_corpus.py"),
+    # The comparator route's verdict (pure), by its own tests only: the rest of test_comparator.py
+    # runs the double's `lake`, far too slow per mutant.
+    "routes/comparator/verdict": tuple(
+        f"tests/test_comparator.py::{name}"
+        for name in (
+            "test_verdict_mapping",
+            "test_any_one_phase_mark_shows_the_solution_phase",
+            "test_a_timeout_rejects_only_when_the_solution_had_its_full_time",
+            "test_a_sigkilled_step_is_attributed_by_the_oom_counter",
+            "test_the_phase_comes_from_whichever_sign_is_first",
+        )
+    ),
 }
 
 #: Tests timed against the wall clock (by name; tests/timing.py): left out of mutation runs.

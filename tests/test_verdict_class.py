@@ -108,16 +108,16 @@ async def test_a_flood_of_panics_in_the_judge_is_a_verdict(tmp_path: Path) -> No
 async def test_a_judge_output_past_the_cap_still_ends_in_its_verdict(tmp_path: Path) -> None:
     # Whatever comes before it, the verdict line is last and bounded: the kept tail holds it.
     # (Without LEAN_ABORT_ON_PANIC the double's panics go on, as Lean's would.)
-    import lean_mod_add_proof.grading.pipeline as pipeline
+    from lean_mod_add_proof.grading.routes import core
 
-    real = pipeline._Env.run
+    real = core.CommandEnv.run
 
     async def no_abort(self, *args, **kw):  # type: ignore[no-untyped-def]
         kw.pop("extra_env", None)
         return await real(self, *args, **kw)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(pipeline._Env, "run", no_abort)
+    mp.setattr(core.CommandEnv, "run", no_abort)
     try:
         res = await run_double(submission("judge panics 20000"), tmp_path, output_cap_bytes=1024)
     finally:
