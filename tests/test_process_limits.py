@@ -21,6 +21,10 @@ from helpers import processes_with
 
 from lean_mod_add_proof.grading import process, sandbox
 from lean_mod_add_proof.grading.process import Limits, child_env, exit_status, find_prlimit, run_command
+from lean_mod_add_proof.grading.process import commands as commandsmod
+from lean_mod_add_proof.grading.process import discovery as discoverymod
+from lean_mod_add_proof.grading.process import proc as procmod
+from lean_mod_add_proof.grading.process import watcher as watchermod
 
 PRLIMIT = find_prlimit()
 PROBE = sandbox.probe_sandbox()
@@ -290,9 +294,9 @@ async def test_the_whole_listing_fallback_finds_the_same(
     """Without /proc/sys/kernel/ns_last_pid (or after a burst of new pids) each look lists all
     of /proc instead of just the new pids: escapees, threads and caps work the same."""
     if why == "no ns_last_pid":
-        monkeypatch.setattr(process, "_last_pid", lambda: None)
+        monkeypatch.setattr(discoverymod, "_last_pid", lambda: None)
     else:
-        monkeypatch.setattr(process, "_RANGE_MAX", 0)
+        monkeypatch.setattr(discoverymod, "_RANGE_MAX", 0)
     mark = marker()
     out = await run(tmp_path, ["sh", "-c", ESCAPES["double-fork-setsid"].format(m=mark)])
     assert out.record.exit_code == 0 and processes_with(mark) == []
@@ -312,7 +316,7 @@ async def test_many_concurrent_commands_share_looks_and_still_find_their_own(
     one's escapees die with it, the fork bombs among them are stopped at their own cap, and the
     calm ones are left alone; also when every look lists all of /proc."""
     if looks == "listing":
-        monkeypatch.setattr(process, "_last_pid", lambda: None)
+        monkeypatch.setattr(discoverymod, "_last_pid", lambda: None)
     mark = marker()
     runs = []
     for i in range(8):
@@ -341,14 +345,14 @@ async def test_each_new_process_is_classified_once_whatever_the_number_of_comman
     while it reads empty (at most `_RETRIES` times), not once per watcher; and every command
     still finds its own escapees."""
     reads: dict[int, int] = {}
-    real = process._read_proc
+    real = procmod._read_proc
 
     def counting(pid: int, name: str, most: int = 4096) -> bytes | None:
         if name == "environ":
             reads[pid] = reads.get(pid, 0) + 1
         return real(pid, name, most)
 
-    monkeypatch.setattr(process, "_read_proc", counting)
+    monkeypatch.setattr(discoverymod, "_read_proc", counting)
     mark = marker()
     script = ESCAPES["double-fork-setsid"].format(m=mark) + " ; sleep 0.3"
     for i in range(8):
@@ -357,7 +361,7 @@ async def test_each_new_process_is_classified_once_whatever_the_number_of_comman
     assert all(out.record.exit_code == 0 for out in outs), outs
     assert processes_with(mark) == []
     assert reads, "no orphan's environment was read: the marker path was not exercised"
-    assert max(reads.values()) <= 1 + process._RETRIES, reads
+    assert max(reads.values()) <= 1 + discoverymod._RETRIES, reads
 
 
 def test_a_poll_takes_a_look_only_if_none_began_after_it_asked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,9 +369,9 @@ def test_a_poll_takes_a_look_only_if_none_began_after_it_asked(monkeypatch: pyte
     (or none) does not: the poll looks itself, so what it finds is never older than its asking."""
     clock = [1000.0]
     looks: list[float] = []
-    monkeypatch.setattr(process.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(process, "_last_pid", lambda: looks.append(clock[0]) or 500)
-    discovery = process._Discovery()
+    monkeypatch.setattr(discoverymod.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(discoverymod, "_last_pid", lambda: looks.append(clock[0]) or 500)
+    discovery = discoverymod._Discovery()
     discovery.look(asked_at=clock[0] - 0.1)  # nothing since registration here: looks
     assert looks == [1000.0]
     clock[0] += 0.01
@@ -385,19 +389,21 @@ class FakeProc:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, stats: dict, environ: dict, last_pid: int) -> None:
         self.stats, self.environ, self.last_pid = stats, environ, last_pid
         self.statted: list[int] = []
-        monkeypatch.setattr(process, "_stat", lambda pid: self.statted.append(pid) or self.stats.get(pid))
-        monkeypatch.setattr(process, "_read_proc", lambda pid, name, most=4096: self.environ.get(pid))
-        monkeypatch.setattr(process, "_is_process", lambda pid: True)
-        monkeypatch.setattr(process, "_ancestors", lambda: frozenset({1, os.getpid()}))
-        monkeypatch.setattr(process, "_last_pid", lambda: self.last_pid)
-        self.discovery = process._Discovery()
-        monkeypatch.setattr(process, "_discovery", self.discovery)
+        monkeypatch.setattr(
+            discoverymod, "_stat", lambda pid: self.statted.append(pid) or self.stats.get(pid)
+        )
+        monkeypatch.setattr(discoverymod, "_read_proc", lambda pid, name, most=4096: self.environ.get(pid))
+        monkeypatch.setattr(discoverymod, "_is_process", lambda pid: True)
+        monkeypatch.setattr(discoverymod, "_ancestors", lambda: frozenset({1, os.getpid()}))
+        monkeypatch.setattr(discoverymod, "_last_pid", lambda: self.last_pid)
+        self.discovery = discoverymod._Discovery()
+        monkeypatch.setattr(watchermod, "_discovery", self.discovery)
 
-    def trees(self, *tokens: str) -> list[process._Watcher]:
+    def trees(self, *tokens: str) -> list[watchermod._Watcher]:
         """Watchers registered for `tokens` (made in a loop of their own, never run)."""
 
-        async def made() -> list[process._Watcher]:
-            return [process._Watcher(tok, 10, None, asyncio.get_running_loop()) for tok in tokens]
+        async def made() -> list[watchermod._Watcher]:
+            return [watchermod._Watcher(tok, 10, None, asyncio.get_running_loop()) for tok in tokens]
 
         return asyncio.run(made())
 
@@ -458,12 +464,12 @@ async def test_a_reused_pid_is_never_killed(tmp_path: Path) -> None:
     """Kills go by pid and start time: a stale (pid, start) pair kills nothing."""
     victim = await asyncio.create_subprocess_exec("sleep", "30")
     try:
-        st = process._stat(victim.pid)
+        st = procmod._stat(victim.pid)
         assert st is not None
-        process._kill_exact(victim.pid, st[1] + 1)  # "the process that used to have this pid"
+        procmod._kill_exact(victim.pid, st[1] + 1)  # "the process that used to have this pid"
         await asyncio.sleep(0.05)
         assert victim.returncode is None
-        process._kill_exact(victim.pid, st[1])
+        procmod._kill_exact(victim.pid, st[1])
         assert await asyncio.wait_for(victim.wait(), 5) == -9
     finally:
         if victim.returncode is None:
@@ -569,7 +575,7 @@ async def test_watchers_end_and_release_everything(tmp_path: Path) -> None:
 async def test_watcher_threads_are_reused_then_end_when_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(process, "WATCHER_IDLE_S", 3.0)  # no expiry between the runs on a slow host
+    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 3.0)  # no expiry between the runs on a slow host
 
     def idle() -> list[threading.Thread]:
         return [t for t in threading.enumerate() if t.name == "lean-grader-watch-idle"]
@@ -801,7 +807,7 @@ async def test_a_kill_by_the_cpu_backstop_is_named_as_such(
     process that ignores it, the hard limit's SIGKILL, is reported as the CPU cap, never as a
     SIGKILL that came from outside (which would read as the submission killing itself)."""
     # (3, 5): the SIGKILL at 5 s is told from one from elsewhere by the CPU time the watcher saw.
-    monkeypatch.setattr(process, "cpu_limits", lambda remaining, threads: (3, 5))
+    monkeypatch.setattr(commandsmod, "cpu_limits", lambda remaining, threads: (3, 5))
     out = await run(
         tmp_path, burner(python_for(sandboxed), ignore_xcpu=ignore_xcpu), sandboxed=sandboxed, seconds=60
     )
@@ -864,8 +870,8 @@ async def test_no_tree_stays_registered_once_its_command_is_over(tmp_path: Path)
     )
     await test_a_program_that_cannot_be_started_is_a_host_fault(tmp_path)  # a spawn that fails
     assert processes_with(mark) == []
-    assert process._discovery._trees == {}
-    assert process._discovery._owner == {}
+    assert discoverymod._discovery._trees == {}
+    assert discoverymod._discovery._owner == {}
 
 
 def test_a_child_of_an_undecided_orphan_is_decided_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
