@@ -55,6 +55,9 @@ Residual limits (say these plainly wherever the caps are described):
   the child to run the command unwatched. The grader never does that (its kill is the process
   group, which the child is in, and the watcher follows the child); a grader killed outright
   in that window leaves it to the next grader's sweep (the child carries the marker).
+  Likewise without the sandbox, an orphan found in the middle of an exec (its environment
+  reads empty until the exec is over) is waited for by the final sweep for at most `SWEEP_S`;
+  one still in its exec after that (a host far past overloaded) outlives the grade.
 - Caps are polled, not enforced by the kernel: memory can overshoot by what the tree touches in
   one poll (~50 ms; the address-space backstop stops any single process at
   `ADDRESS_SPACE_BACKSTOP_MB`), a fork burst can briefly exceed the process cap, and disk can

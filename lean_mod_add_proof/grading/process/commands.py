@@ -105,22 +105,39 @@ async def _uninterruptible(fut: asyncio.Future[Any], timeout: float | None = Non
 
 
 async def _finish(run: _Run, watcher: _Watcher) -> None:
-    """Kill the group, reap, kill the rest of the tree, and stop reading. Uninterruptible: a
-    (second) cancellation is remembered and re-raised at the end, never leaves a zombie."""
-    _killpg(run.pid)  # (the command is not reaped before `run.exited`: its pid is not reused)
+    """Kill the group, wait for the command's exit, kill the rest of the tree, stop reading, and
+    reap the command. Uninterruptible: a (second) cancellation is remembered and re-raised at
+    the end, never leaves a zombie."""
+    _killpg(run.pid)  # (the command is reaped only by `run.close()`: until then its group id is ours)
     cancelled = False
     while not run.exited.done():
         cancelled |= await _uninterruptible(run.exited, 0.5)
         _killpg(run.pid)
     watcher.stop()
     cancelled |= await _uninterruptible(watcher.done)  # it kills every tracked process, then ends
-    watcher.returned.wait(1.0)  # it has signalled its last act: returning
     # A process the watcher could not find (see the package docstring) could hold the pipe open
     # forever: read on for a little while, then let go of it.
     cancelled |= await _uninterruptible(run.eof, DRAIN_AFTER_KILL_S)
     run.close()
     if cancelled:
         raise asyncio.CancelledError
+
+
+def _abandon(proc: subprocess.Popen[bytes], watcher: _Watcher, run: _Run | None) -> None:
+    """Clean up after a command that started but cannot be followed (its `_Run` or its watcher's
+    thread could not be made: the host's doing): kill its group, sweep its tree from this thread
+    (the event loop's, for up to `SWEEP_S`: there may be no other thread to do it in), then reap
+    it and release its pipe. Without the sweep, whatever had left the group already (a `setsid`
+    in its first milliseconds) would live on (the review of 2026-12-06, finding 9)."""
+    _killpg(proc.pid)
+    try:
+        watcher.abandon()
+    finally:
+        proc.wait()
+        if run is not None:
+            run.close()
+        else:
+            _output_pipe(proc).close()
 
 
 class CommandGroup:
@@ -264,9 +281,7 @@ async def run_command(
         try:
             run = _Run(proc, capture, loop)
         except BaseException:
-            _killpg(proc.pid)
-            proc.wait()
-            _output_pipe(proc).close()
+            _abandon(proc, watcher, None)
             raise
         outcome = await _watch(run, watcher, shown, stage, start, remaining, limits, sandboxed, tail_chars)
         status = _read_status(status_r) if status_r is not None else b""
@@ -308,9 +323,7 @@ async def _watch(
         _watcher_threads.start(watcher)
         watcher.started = True
     except BaseException as exc:
-        _killpg(run.pid)
-        run.proc.wait()
-        run.close()
+        _abandon(run.proc, watcher, run)
         _raise_if_host_fault(exc)
         raise
     group = _group.get()

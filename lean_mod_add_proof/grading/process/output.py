@@ -67,12 +67,25 @@ def _output_pipe(proc: subprocess.Popen[bytes]) -> IO[bytes]:
     return pipe
 
 
+def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
+    """`proc`'s exit code once it has exited (-N when a signal N ended it, as Popen says), else
+    None; without reaping it (`waitid` with WNOWAIT). Popen's own answer when it cannot be
+    asked (the child was reaped elsewhere)."""
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return proc.poll()
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
 class _Run:
     """One started command's output and exit, followed from the event loop by callbacks only: a
     reader on its stdout pipe and one on a pidfd (a 10 ms poll where there is no pidfd). Nothing
     here awaits, so no cancellation can land between starting the command and following it, and
     nothing waits on the pipe's writers: the grader reaps the command itself (not asyncio's child
-    watcher, whose `wait()` also waits for the pipe to close)."""
+    watcher, whose `wait()` also waits for the pipe to close), and only at the end (`close`)."""
 
     def __init__(self, proc: subprocess.Popen[bytes], capture: _Capture, loop: asyncio.AbstractEventLoop):
         self.proc = proc
@@ -123,7 +136,7 @@ class _Run:
     def _on_exit(self) -> None:
         if self.exited.done():
             return
-        code = self.proc.poll()  # reaps it (WNOHANG) once it is a zombie
+        code = _exit_code(self.proc)  # not reaped yet: see `close`
         if code is None:
             if self._pidfd is not None and self._timer is None and self._started:
                 # Readable yet not reapable (an old kernel's view of a leader whose threads
@@ -145,7 +158,12 @@ class _Run:
             self._timer = self.loop.call_later(0.01, self._poll_exit)
 
     def close(self) -> None:
-        """Stop reading and release the pipe and the pidfd (the command has been reaped)."""
+        """Reap the command (it has exited: `exited`), stop reading, and release the pipe and
+        the pidfd. Until it is reaped, its zombie keeps its pid, and so its process group id,
+        from being taken by a new process: a kill of the group after the command's exit reaches
+        only what is left of its own group, never another command's (the review of 2026-12-06,
+        finding 7: every command leads a group of its own, under the pid it was given)."""
+        self.proc.wait()
         self._stop_reading()
         if self._timer is not None:
             self._timer.cancel()

@@ -50,6 +50,39 @@ def _stat(pid: int) -> tuple[int, int, int, bool, int] | None:
         return None
 
 
+def _environ_state(pid: int) -> str:
+    """What an environment that read empty means, from /proc/<pid>/stat read after it: its
+    fields 50 and 51, env_start and env_end (proc(5): Linux 3.5+, shown as 0 without ptrace
+    access, which reading the environment needs too):
+    - "gone": no such process any more, or a zombie;
+    - "empty": env_start == env_end, not 0: the process has no environment at all (`env -i`);
+    - "set": it has one now (an exec ended since the read: read it again);
+    - "changing": env_end is 0: an exec is in progress (its new memory map has no stack yet:
+      Linux's `create_elf_tables`, fs/binfmt_elf.c, sets env_start and env_end), or the process
+      is exiting. Linux's `environ_read` (fs/proc/base.c) returns nothing then: "Ensure the
+      process spawned far enough to have an environment", `if (!mm || !mm->env_end) return 0`.
+      Also on a kernel before 3.5, which does not say.
+    Seen on Linux 6.18: a process started by `env -i` shows env_start == env_end."""
+    data = _read_proc(pid, "stat")
+    if not data:
+        return "gone"
+    fields = data[data.rfind(b")") + 2 :].split()
+    if fields[:1] in ([b"Z"], [b"X"]):
+        return "gone"
+    try:  # fields[0] is field 3 (see `_stat`)
+        env_start, env_end = int(fields[47]), int(fields[48])
+    except (IndexError, ValueError):
+        return "changing"
+    if env_end == 0:
+        return "changing"
+    return "empty" if env_start == env_end else "set"
+
+
+def _listed_pids() -> set[int]:
+    """Every pid /proc lists now (processes, not their other threads)."""
+    return set(map(int, filter(str.isdigit, os.listdir("/proc"))))
+
+
 def _is_process(pid: int) -> bool:
     """Whether `pid` is a process (thread-group leader), not another thread of one. A thread's
     /proc/<tid> is reachable though not listed, and its stat shows its process's parent."""

@@ -66,7 +66,7 @@ class _WatcherThreads:
                 watcher.run()
             finally:
                 me.name = "lean-grader-watch-idle"
-                watcher.returned.set()
+                watcher.finished()  # the last of this command here: nothing waits for more
             with self._lock:
                 self._idle += 1
                 self._wake.wait_for(lambda: bool(self._handed), WATCHER_IDLE_S)
@@ -103,7 +103,6 @@ class _Watcher:
         loop: asyncio.AbstractEventLoop,
         argv_marks: frozenset[bytes] = frozenset(),
     ) -> None:
-        self.returned = threading.Event()  # set once `run` has returned (`_WatcherThreads`)
         self.root = 0  # the command's first process (`attach`)
         self.token = token.encode()
         self.limits = limits
@@ -234,8 +233,9 @@ class _Watcher:
             _killpg(self.root)
             self.poll()
             alive = [pid for pid, (_, zombie) in self.live.items() if not zombie]
-            # (an exec in progress anywhere may be an orphan of this tree: wait for it)
-            if (not alive and not _discovery.waiting) or time.monotonic() > give_up:
+            # (a process started since this tree's first, in the middle of an exec, may be an
+            # orphan of this tree: wait for it)
+            if (not alive and not _discovery.waiting_for(self.not_before)) or time.monotonic() > give_up:
                 break
             for pid in alive:
                 if (start := self.ours.get(pid)) is not None:  # (not refiled since the poll)
@@ -270,8 +270,19 @@ class _Watcher:
                 self.kill()
         finally:
             self.close()
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-                self._loop.call_soon_threadsafe(self._set_done)
+
+    def abandon(self) -> None:
+        """Kill the tree until nothing of it is left alive, from the caller's thread, for a
+        watcher that never ran (its command could not be followed: see `commands._abandon`).
+        Blocks for up to `SWEEP_S`."""
+        self._ending = True
+        self.sweep()
+
+    def finished(self) -> None:
+        """Set `done` (from the thread that ran `run`, once it is done with this watcher: then
+        the event loop waits for nothing more of that thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            self._loop.call_soon_threadsafe(self._set_done)
 
     def _set_done(self) -> None:
         if not self.done.done():
