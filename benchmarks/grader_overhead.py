@@ -52,10 +52,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from helpers import double_config, grade_task, submission  # noqa: E402
 
 from lean_mod_add_proof.grading import cache as cachemod  # noqa: E402
-from lean_mod_add_proof.grading import native_judge, pipeline, process, workdirs  # noqa: E402
+from lean_mod_add_proof.grading import native_judge, pipeline, workdirs  # noqa: E402
 from lean_mod_add_proof.grading import package as pkgmod  # noqa: E402
 from lean_mod_add_proof.grading.grader import grade  # noqa: E402
 from lean_mod_add_proof.grading.process import TREE_ENV_VAR  # noqa: E402
+from lean_mod_add_proof.grading.process import watcher as watchermod  # noqa: E402
 from lean_mod_add_proof.grading.routes import core  # noqa: E402
 from lean_mod_add_proof.grading.sandbox import probe_sandbox  # noqa: E402
 
@@ -238,21 +239,21 @@ async def pass_selftest(tmp: Path, sandbox: str) -> None:
 
 @contextlib.contextmanager
 def timing_watchers(spent: list[float]) -> Iterator[None]:
-    """Add up the CPU time of the process watchers' threads (`process._Watcher.run`)."""
-    real = process._Watcher.run
+    """Add up the CPU time of the process watchers' threads (`watchermod._Watcher.run`)."""
+    real = watchermod._Watcher.run
 
-    def timed(watcher: process._Watcher) -> None:
+    def timed(watcher: watchermod._Watcher) -> None:
         start = time.thread_time()
         try:
             real(watcher)
         finally:
             spent.append(time.thread_time() - start)  # (list.append: atomic under the GIL)
 
-    process._Watcher.run = timed  # type: ignore[method-assign]
+    watchermod._Watcher.run = timed  # type: ignore[method-assign]
     try:
         yield
     finally:
-        process._Watcher.run = real  # type: ignore[method-assign]
+        watchermod._Watcher.run = real  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)

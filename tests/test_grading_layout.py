@@ -3,7 +3,9 @@ toolchain pin. No processes."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from helpers import GOOD_VERDICT
 
 from lean_mod_add_proof.constants import CHECK_THEOREM, SPEC_CONSTANT, SUBMISSION_MODULE, theorem_name
 from lean_mod_add_proof.grading import package as pkgmod
-from lean_mod_add_proof.grading import toolchain
+from lean_mod_add_proof.grading import process, toolchain
 from lean_mod_add_proof.grading.judge import (
     JudgeOutputError,
     interpreted_judge,
@@ -147,3 +149,21 @@ def test_version_match_is_exact() -> None:
     assert not toolchain.version_matches("Lean (version 4.35.0-rc20, x86_64)")
     assert not toolchain.version_matches("Lean (version 4.35.0, x86_64)")
     assert toolchain.ELAN_DIR_NAME == "leanprover--lean4---v4.35.0-rc2"
+
+
+def test_the_process_package_imports_one_way_and_stays_small() -> None:
+    """Issue 35: the layout its docstring gives, bottom to top, is the import order (each module
+    imports only modules above it: no cycle); no module over 900 lines, no class over 300."""
+    root = Path(process.__file__).parent
+    order = re.findall(r"^- (\w+)\.py:", process.__doc__ or "", re.M)
+    assert sorted(order) == sorted(p.stem for p in root.glob("*.py") if p.stem != "__init__")
+    for i, name in enumerate(order):
+        source = (root / f"{name}.py").read_text(encoding="utf-8")
+        assert source.count("\n") <= 900, name
+        nodes = list(ast.walk(ast.parse(source)))
+        imported = {n.module or "" for n in nodes if isinstance(n, ast.ImportFrom)}
+        ours = {m.rsplit(".", 1)[-1] for m in imported if m.startswith(process.__name__ + ".")}
+        assert ours <= set(order[:i]), (name, ours - set(order[:i]))
+        assert process.__name__ not in imported, name  # never through the package's __init__
+        big = [n.name for n in nodes if isinstance(n, ast.ClassDef) and (n.end_lineno or 0) - n.lineno >= 300]
+        assert big == [], (name, big)

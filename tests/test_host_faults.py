@@ -39,6 +39,8 @@ from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import hashing, pipeline, process, sandbox
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.process import CommandOutcome
+from lean_mod_add_proof.grading.process import commands as commandsmod
+from lean_mod_add_proof.grading.process import output as outputmod
 from lean_mod_add_proof.grading.routes import core, steps
 
 TESTS = Path(__file__).resolve().parent
@@ -329,7 +331,7 @@ async def test_a_command_that_cannot_be_started_is_named(
     def refused(argv: list[str], **_: object) -> None:
         raise OSError(code, os.strerror(code), argv[0])
 
-    monkeypatch.setattr(process.subprocess, "Popen", refused)
+    monkeypatch.setattr(commandsmod.subprocess, "Popen", refused)
     res = await run_double(submission(), tmp_path)
     not_judged(res, "could not start", *words)
 
@@ -373,14 +375,14 @@ async def test_a_stalled_grade_returns_not_judged_with_its_processes_and_directo
         raise OSError(errno.ENOSYS, "no pidfd here")
 
     blind = True
-    real_on_exit = process._Run._on_exit
+    real_on_exit = outputmod._Run._on_exit
 
-    def maybe_blind(self: process._Run) -> None:
+    def maybe_blind(self: outputmod._Run) -> None:
         if not blind:
             real_on_exit(self)
 
-    monkeypatch.setattr(process.os, "pidfd_open", no_pidfd)
-    monkeypatch.setattr(process._Run, "_on_exit", maybe_blind)
+    monkeypatch.setattr(outputmod.os, "pidfd_open", no_pidfd)
+    monkeypatch.setattr(outputmod._Run, "_on_exit", maybe_blind)
     res = await run_double(submission(f"build spawn {mark}", "build sleep 30"), tmp_path, timeout_s=1)
     not_judged(res, "the grader stalled", "stage build", "abandoned")
     assert await wait_gone(mark) == []
@@ -597,7 +599,7 @@ async def test_a_build_stopped_by_the_cpu_backstop_is_that_caps_verdict(
     """With the backstop made small, the real kernel's SIGXCPU ends the build: a verdict naming
     the CPU cap, not a SIGKILL from outside."""
     assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # prebuilt at full limits
-    monkeypatch.setattr(process, "cpu_limits", lambda remaining, threads: (2, 4))
+    monkeypatch.setattr(commandsmod, "cpu_limits", lambda remaining, threads: (2, 4))
     res = await run_double(submission("build burn 1 120"), tmp_path, sandbox=mode)
     assert res.judged and res.failed_stage == "build", res.reason
     assert "stopped: CPU time cap exceeded (2 CPU seconds in one process)" in res.reason, res.reason

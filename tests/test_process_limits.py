@@ -12,8 +12,9 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,10 @@ from helpers import processes_with
 
 from lean_mod_add_proof.grading import process, sandbox
 from lean_mod_add_proof.grading.process import Limits, child_env, exit_status, find_prlimit, run_command
+from lean_mod_add_proof.grading.process import commands as commandsmod
+from lean_mod_add_proof.grading.process import discovery as discoverymod
+from lean_mod_add_proof.grading.process import proc as procmod
+from lean_mod_add_proof.grading.process import watcher as watchermod
 
 PRLIMIT = find_prlimit()
 PROBE = sandbox.probe_sandbox()
@@ -35,6 +40,16 @@ MODES = [pytest.param(False, id="plain"), pytest.param(True, id="bwrap", marks=n
 def marker() -> str:
     """A unique `sleep` duration: its argv finds the process in /proc."""
     return f"{1000 + uuid.uuid4().int % 10**6 / 10**6 + 1e-7:.7f}"
+
+
+def left_over(mark: str) -> list[int]:
+    """The processes carrying `mark` still alive, killed now (so a failing test leaves none to
+    outlive it): a test asserts this is empty."""
+    survivors = processes_with(mark)
+    for pid in survivors:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+    return survivors
 
 
 def limits(tmp_path: Path, **overrides: object) -> Limits:
@@ -290,9 +305,9 @@ async def test_the_whole_listing_fallback_finds_the_same(
     """Without /proc/sys/kernel/ns_last_pid (or after a burst of new pids) each look lists all
     of /proc instead of just the new pids: escapees, threads and caps work the same."""
     if why == "no ns_last_pid":
-        monkeypatch.setattr(process, "_last_pid", lambda: None)
+        monkeypatch.setattr(discoverymod, "_last_pid", lambda: None)
     else:
-        monkeypatch.setattr(process, "_RANGE_MAX", 0)
+        monkeypatch.setattr(discoverymod, "_RANGE_MAX", 0)
     mark = marker()
     out = await run(tmp_path, ["sh", "-c", ESCAPES["double-fork-setsid"].format(m=mark)])
     assert out.record.exit_code == 0 and processes_with(mark) == []
@@ -310,9 +325,10 @@ async def test_many_concurrent_commands_share_looks_and_still_find_their_own(
 ) -> None:
     """Eight commands at once (one look, shared by their watchers, files every new pid): each
     one's escapees die with it, the fork bombs among them are stopped at their own cap, and the
-    calm ones are left alone; also when every look lists all of /proc."""
+    calm ones are left alone (two are over at once, two run beside the fork bombs); also when
+    every look lists all of /proc."""
     if looks == "listing":
-        monkeypatch.setattr(process, "_last_pid", lambda: None)
+        monkeypatch.setattr(discoverymod, "_last_pid", lambda: None)
     mark = marker()
     runs = []
     for i in range(8):
@@ -320,17 +336,20 @@ async def test_many_concurrent_commands_share_looks_and_still_find_their_own(
         if i % 2:
             script = f"sleep 0.05; for i in $(seq 40); do sleep {mark} & done; wait"
             lim = limits(tmp_path / str(i), max_processes=20)
-        else:
-            script = ESCAPES["double-fork-setsid"].format(m=mark) + f" ; sleep 0.2 & sleep {mark} & exit 0"
+        elif i % 4 == 0:  # over at once: its escapee races the final sweep
+            script = ESCAPES["double-fork-setsid"].format(m=mark)
+            lim = limits(tmp_path / str(i))
+        else:  # runs beside the fork bombs, then ends with a sleeper of its own group
+            script = f"(setsid sleep {mark} &); sleep 0.3; sleep {mark} & exit 0"
             lim = limits(tmp_path / str(i))
         runs.append(run(tmp_path / str(i), ["sh", "-c", script], lim=lim))
     outs = await asyncio.gather(*runs)
+    assert left_over(mark) == []
     for i, out in enumerate(outs):
         if i % 2:
             assert out.limit_exceeded == "process cap exceeded (more than 20 processes)", out
         else:
             assert out.limit_exceeded is None and out.record.exit_code == 0, out
-    assert processes_with(mark) == []
 
 
 async def test_each_new_process_is_classified_once_whatever_the_number_of_commands(
@@ -338,17 +357,18 @@ async def test_each_new_process_is_classified_once_whatever_the_number_of_comman
 ) -> None:
     """`_Discovery`: with eight commands running at once, the environment of a new child of the
     grader (each command's first process is one) is read by one shared look, and again only
-    while it reads empty (at most `_RETRIES` times), not once per watcher; and every command
-    still finds its own escapees."""
+    while it reads empty (an exec in progress), not once per watcher: each environment is read
+    whole at most once; and every command still finds its own escapees."""
     reads: dict[int, int] = {}
-    real = process._read_proc
+    real = procmod._read_proc
 
     def counting(pid: int, name: str, most: int = 4096) -> bytes | None:
-        if name == "environ":
+        data = real(pid, name, most)
+        if name == "environ" and data:
             reads[pid] = reads.get(pid, 0) + 1
-        return real(pid, name, most)
+        return data
 
-    monkeypatch.setattr(process, "_read_proc", counting)
+    monkeypatch.setattr(discoverymod, "_read_proc", counting)
     mark = marker()
     script = ESCAPES["double-fork-setsid"].format(m=mark) + " ; sleep 0.3"
     for i in range(8):
@@ -357,7 +377,7 @@ async def test_each_new_process_is_classified_once_whatever_the_number_of_comman
     assert all(out.record.exit_code == 0 for out in outs), outs
     assert processes_with(mark) == []
     assert reads, "no orphan's environment was read: the marker path was not exercised"
-    assert max(reads.values()) <= 1 + process._RETRIES, reads
+    assert max(reads.values()) == 1, reads
 
 
 def test_a_poll_takes_a_look_only_if_none_began_after_it_asked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,9 +385,9 @@ def test_a_poll_takes_a_look_only_if_none_began_after_it_asked(monkeypatch: pyte
     (or none) does not: the poll looks itself, so what it finds is never older than its asking."""
     clock = [1000.0]
     looks: list[float] = []
-    monkeypatch.setattr(process.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(process, "_last_pid", lambda: looks.append(clock[0]) or 500)
-    discovery = process._Discovery()
+    monkeypatch.setattr(discoverymod.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(discoverymod, "_last_pid", lambda: looks.append(clock[0]) or 500)
+    discovery = discoverymod._Discovery()
     discovery.look(asked_at=clock[0] - 0.1)  # nothing since registration here: looks
     assert looks == [1000.0]
     clock[0] += 0.01
@@ -379,31 +399,68 @@ def test_a_poll_takes_a_look_only_if_none_began_after_it_asked(monkeypatch: pyte
 
 class FakeProc:
     """A /proc of made-up processes for one `_Discovery` (the module's own, for the test):
-    `stats` (pid -> ppid, start, rss, zombie, cpu), `environ` (pid -> bytes), `last_pid` (what
-    ns_last_pid reads), and `statted` (every pid a stat was asked for)."""
+    `stats` (pid -> ppid, start, rss, zombie, cpu), `environ` (pid -> bytes; a pid without one
+    cannot be read), `last_pid` (what ns_last_pid reads; `listing`: none, so each look lists
+    the pids of `stats`), `env_state` (what `_environ_state` says of a pid whose environment
+    reads empty; default: an exec in progress), `not_processes` (pids `_is_process` denies: gone
+    since their stat), `failing` (pids whose environment read raises MemoryError), `clock` (the
+    look's `time.monotonic()`, a millisecond on at each `look`), and `statted` (every pid a stat
+    was asked for)."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, stats: dict, environ: dict, last_pid: int) -> None:
+    def __init__(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        stats: dict,
+        environ: dict,
+        last_pid: int,
+        *,
+        listing: bool = False,
+    ) -> None:
         self.stats, self.environ, self.last_pid = stats, environ, last_pid
         self.statted: list[int] = []
-        monkeypatch.setattr(process, "_stat", lambda pid: self.statted.append(pid) or self.stats.get(pid))
-        monkeypatch.setattr(process, "_read_proc", lambda pid, name, most=4096: self.environ.get(pid))
-        monkeypatch.setattr(process, "_is_process", lambda pid: True)
-        monkeypatch.setattr(process, "_ancestors", lambda: frozenset({1, os.getpid()}))
-        monkeypatch.setattr(process, "_last_pid", lambda: self.last_pid)
-        self.discovery = process._Discovery()
-        monkeypatch.setattr(process, "_discovery", self.discovery)
+        self.env_state: dict[int, str] = {}
+        self.not_processes: set[int] = set()
+        self.failing: set[int] = set()
+        self.clock = [1000.0]
+        monkeypatch.setattr(discoverymod, "time", types.SimpleNamespace(monotonic=lambda: self.clock[0]))
+        monkeypatch.setattr(
+            discoverymod, "_stat", lambda pid: self.statted.append(pid) or self.stats.get(pid)
+        )
+        monkeypatch.setattr(discoverymod, "_read_proc", self._read_proc)
+        monkeypatch.setattr(discoverymod, "_environ_state", self._environ_state, raising=False)
+        monkeypatch.setattr(discoverymod, "_is_process", lambda pid: pid not in self.not_processes)
+        monkeypatch.setattr(discoverymod, "_ancestors", lambda: frozenset({1, os.getpid()}))
+        monkeypatch.setattr(discoverymod, "_last_pid", lambda: None if listing else self.last_pid)
+        monkeypatch.setattr(discoverymod, "_listed_pids", lambda: set(self.stats), raising=False)
+        self.discovery = discoverymod._Discovery()
+        monkeypatch.setattr(watchermod, "_discovery", self.discovery)
 
-    def trees(self, *tokens: str) -> list[process._Watcher]:
+    def _read_proc(self, pid: int, name: str, most: int = 4096) -> bytes | None:
+        if pid in self.failing:
+            raise MemoryError
+        return self.environ.get(pid)
+
+    def _environ_state(self, pid: int) -> str:
+        st = self.stats.get(pid)
+        if st is None or st[3]:
+            return "gone"
+        return self.env_state.get(pid, "changing")
+
+    def trees(self, *tokens: str) -> list[watchermod._Watcher]:
         """Watchers registered for `tokens` (made in a loop of their own, never run)."""
 
-        async def made() -> list[process._Watcher]:
-            return [process._Watcher(tok, 10, None, asyncio.get_running_loop()) for tok in tokens]
+        async def made() -> list[watchermod._Watcher]:
+            return [watchermod._Watcher(tok, 10, None, asyncio.get_running_loop()) for tok in tokens]
 
         return asyncio.run(made())
 
-    def look(self) -> None:
+    def look(self, after: float = 0.001) -> None:
+        self.clock[0] += after
         with self.discovery.lock:
-            self.discovery.look(asked_at=time.monotonic())
+            self.discovery.look(asked_at=self.clock[0])
+
+    def marked(self, token: str) -> bytes:
+        return b"A=1\0" + process.TREE_ENV_VAR.encode() + b"=" + token.encode() + b"\0"
 
 
 def test_a_new_pid_is_filed_with_the_tree_of_its_parent_or_of_its_marker(
@@ -458,12 +515,12 @@ async def test_a_reused_pid_is_never_killed(tmp_path: Path) -> None:
     """Kills go by pid and start time: a stale (pid, start) pair kills nothing."""
     victim = await asyncio.create_subprocess_exec("sleep", "30")
     try:
-        st = process._stat(victim.pid)
+        st = procmod._stat(victim.pid)
         assert st is not None
-        process._kill_exact(victim.pid, st[1] + 1)  # "the process that used to have this pid"
+        procmod._kill_exact(victim.pid, st[1] + 1)  # "the process that used to have this pid"
         await asyncio.sleep(0.05)
         assert victim.returncode is None
-        process._kill_exact(victim.pid, st[1])
+        procmod._kill_exact(victim.pid, st[1])
         assert await asyncio.wait_for(victim.wait(), 5) == -9
     finally:
         if victim.returncode is None:
@@ -569,7 +626,7 @@ async def test_watchers_end_and_release_everything(tmp_path: Path) -> None:
 async def test_watcher_threads_are_reused_then_end_when_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(process, "WATCHER_IDLE_S", 3.0)  # no expiry between the runs on a slow host
+    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 3.0)  # no expiry between the runs on a slow host
 
     def idle() -> list[threading.Thread]:
         return [t for t in threading.enumerate() if t.name == "lean-grader-watch-idle"]
@@ -801,7 +858,7 @@ async def test_a_kill_by_the_cpu_backstop_is_named_as_such(
     process that ignores it, the hard limit's SIGKILL, is reported as the CPU cap, never as a
     SIGKILL that came from outside (which would read as the submission killing itself)."""
     # (3, 5): the SIGKILL at 5 s is told from one from elsewhere by the CPU time the watcher saw.
-    monkeypatch.setattr(process, "cpu_limits", lambda remaining, threads: (3, 5))
+    monkeypatch.setattr(commandsmod, "cpu_limits", lambda remaining, threads: (3, 5))
     out = await run(
         tmp_path, burner(python_for(sandboxed), ignore_xcpu=ignore_xcpu), sandboxed=sandboxed, seconds=60
     )
@@ -864,8 +921,8 @@ async def test_no_tree_stays_registered_once_its_command_is_over(tmp_path: Path)
     )
     await test_a_program_that_cannot_be_started_is_a_host_fault(tmp_path)  # a spawn that fails
     assert processes_with(mark) == []
-    assert process._discovery._trees == {}
-    assert process._discovery._owner == {}
+    assert discoverymod._discovery._trees == {}
+    assert discoverymod._discovery._owner == {}
 
 
 def test_a_child_of_an_undecided_orphan_is_decided_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -878,7 +935,245 @@ def test_a_child_of_an_undecided_orphan_is_decided_with_it(monkeypatch: pytest.M
     (t,) = proc.trees("tok-t")
     proc.last_pid = 202
     proc.look()
-    assert t.ours == {} and proc.discovery.waiting == {201}
+    assert t.ours == {} and set(proc.discovery.waiting) == {201, 202}  # (a sweep waits for both)
     proc.environ[201] = process.TREE_ENV_VAR.encode() + b"=tok-t\0"
     proc.look()
     assert t.ours == {201: 60, 202: 61}
+
+
+# ---- the shared look: the review of 2026-12-06 ---------------------------------------------------
+
+
+def test_an_orphan_in_the_middle_of_an_exec_is_looked_at_for_a_time_not_a_number_of_looks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 1: a final sweep looks every few milliseconds, and so does every other watcher's,
+    so an orphan preempted in the middle of an exec (its environment reads empty) used to run out
+    of its three more looks within milliseconds and be dropped for good. It is looked at, and a
+    sweep waits for it, until it is decided or `_UNDECIDED_S` has passed."""
+    me = os.getpid()
+    stats = {301: (me, 70, 1, False, 0), 302: (me, 71, 1, False, 0)}
+    proc = FakeProc(monkeypatch, stats, {301: b"", 302: b""}, last_pid=300)
+    (t,) = proc.trees("tok-t")
+    proc.last_pid = 302
+    for _ in range(20):  # a sweep's looks, a millisecond apart
+        proc.look()
+        assert set(proc.discovery.waiting) == {301, 302}
+    proc.environ[301] = proc.marked("tok-t")  # its exec is over
+    proc.look()
+    assert t.ours == {301: 70} and set(proc.discovery.waiting) == {302}
+    proc.look(after=discoverymod._UNDECIDED_S)  # never decided: given up in the end
+    assert proc.discovery.waiting == {} and 302 not in proc.discovery._retry
+
+
+@pytest.mark.parametrize("listing", [False, True], ids=["range", "listing"])
+def test_a_child_whose_parent_died_during_the_look_is_decided_later_not_dropped(
+    monkeypatch: pytest.MonkeyPatch, listing: bool
+) -> None:
+    """Finding 2: a look stats a subshell (a child of the command) and its child; the subshell
+    exits and is reaped before the look files it. Its child, an orphan now, used to be dropped
+    for having no known parent (and, in a listing, never looked at again): it is undecided, a
+    sweep waits for it, and the next look reads its marker."""
+    me = os.getpid()
+    stats = {
+        401: (me, 80, 1, False, 0),  # the command's first process
+        402: (401, 81, 1, False, 0),  # a subshell
+        403: (402, 82, 1, False, 0),  # its child, about to escape
+    }
+    proc = FakeProc(monkeypatch, stats, {403: b""}, last_pid=400, listing=listing)
+    (t,) = proc.trees("tok-t")
+    with proc.discovery.lock:
+        proc.discovery.adopt(t, 401, 80)
+    proc.last_pid = 403
+    proc.not_processes.add(402)  # reaped between its stat and its filing
+    proc.look()
+    assert t.ours == {401: 80} and set(proc.discovery.waiting) == {403}
+    del stats[402]
+    stats[403] = (me, 82, 1, False, 0)  # reparented
+    proc.environ[403] = proc.marked("tok-t")
+    proc.look()
+    assert t.ours == {401: 80, 403: 82}
+
+
+def test_a_child_of_a_parent_gone_before_its_stat_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 3: the child is statted while its parent lives; the parent is gone by its own
+    stat. The child was looked at again but no sweep waited for it: a sweep could end first."""
+    me = os.getpid()
+    stats = {502: (501, 91, 1, False, 0)}  # 501: its parent, gone
+    proc = FakeProc(monkeypatch, stats, {502: b""}, last_pid=500)
+    (t,) = proc.trees("tok-t")
+    proc.last_pid = 502
+    proc.look()
+    assert set(proc.discovery.waiting) == {502}
+    stats[502] = (me, 91, 1, False, 0)
+    proc.environ[502] = proc.marked("tok-t")
+    proc.look()
+    assert t.ours == {502: 91}
+
+
+def test_a_dead_members_pid_taken_by_another_process_brings_none_of_its_children(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 6: a member died, and before its watcher forgot it another process took its pid.
+    That process's children are not the tree's (they used to be filed with it, and killed). A
+    child of a member that is gone, and that started before the child, still is."""
+    stats = {
+        601: (9999, 105, 1, False, 0),  # someone else's, under a dead member's pid
+        602: (601, 106, 1, False, 0),  # its child
+        612: (611, 106, 1, False, 0),  # the child of member 611, which has exited since
+    }
+    proc = FakeProc(monkeypatch, stats, {}, last_pid=601)
+    (t,) = proc.trees("tok-t")
+    with proc.discovery.lock:
+        proc.discovery.adopt(t, 601, 100)
+        proc.discovery.adopt(t, 611, 100)
+    proc.last_pid = 612
+    proc.look()
+    assert 602 not in t.ours
+    assert t.ours[612] == 106
+
+
+def test_a_look_that_fails_loses_nothing_for_the_other_trees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 8: a look that raised (out of memory here) used to have moved the pid range on
+    and dropped every undecided pid already: the other trees' new processes in that range were
+    never looked at. The next look covers the range again and keeps the undecided pids."""
+    me = os.getpid()
+    stats = {701: (me, 60, 1, False, 0), 702: (me, 61, 1, False, 0), 703: (me, 62, 1, False, 0)}
+    proc = FakeProc(monkeypatch, stats, {701: b""}, last_pid=700)
+    a, b = proc.trees("tok-a", "tok-b")
+    proc.last_pid = 701
+    proc.look()
+    assert set(proc.discovery.waiting) == {701}  # in the middle of an exec
+    proc.last_pid = 703
+    proc.environ.update({702: b"A=1\0", 703: proc.marked("tok-b")})
+    proc.failing.add(702)
+    with pytest.raises(MemoryError):
+        proc.look()
+    proc.failing.clear()
+    proc.look()
+    assert b.ours == {703: 62}
+    proc.environ[701] = proc.marked("tok-a")
+    proc.look()
+    assert a.ours == {701: 60}
+
+
+def test_an_orphan_with_no_environment_at_all_is_decided_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`env -i`: an environment that reads empty because there is none (env_start == env_end) is
+    no exec in progress: no marker, decided, and no sweep waits for it."""
+    me = os.getpid()
+    proc = FakeProc(monkeypatch, {801: (me, 70, 1, False, 0)}, {801: b""}, last_pid=800)
+    (t,) = proc.trees("tok-t")
+    proc.last_pid = 801
+    proc.env_state[801] = "empty"
+    proc.look()
+    assert t.ours == {} and proc.discovery.waiting == {} and proc.discovery._retry == {}
+
+
+def test_a_sweep_waits_only_for_processes_that_may_be_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 11: an undecided process started before a tree's first process cannot be of that
+    tree: that tree's sweep does not wait for it (another tree's, started earlier, does)."""
+    me = os.getpid()
+    proc = FakeProc(monkeypatch, {901: (me, 70, 1, False, 0)}, {901: b""}, last_pid=900)
+    proc.trees("tok-t")
+    proc.last_pid = 901
+    proc.look()
+    assert proc.discovery.waiting_for(70) and proc.discovery.waiting_for(9)
+    assert not proc.discovery.waiting_for(71)
+
+
+# ---- the group, and a command that cannot be followed: the review of 2026-12-06 ------------------
+
+
+async def test_a_commands_group_is_never_signalled_once_the_command_is_reaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 7: every command leads a group of its own, under its pid. Once the command is
+    reaped and its group is empty, that number may be given to a new process, another
+    command's first one; a kill of the old group id would reach it. The command is reaped only
+    after the last kill of its group."""
+    late: list[int] = []
+
+    def checked(real: Callable[[int], None]) -> Callable[[int], None]:
+        def killpg(pgid: int) -> None:
+            try:  # (WNOWAIT: looks without reaping)
+                os.waitid(os.P_PID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped already
+                late.append(pgid)
+            real(pgid)
+
+        return killpg
+
+    monkeypatch.setattr(commandsmod, "_killpg", checked(commandsmod._killpg))
+    monkeypatch.setattr(watchermod, "_killpg", checked(watchermod._killpg))
+    mark = marker()
+    for script in ("true", "sleep 0.1 & exit 0", ESCAPES["double-fork-setsid"].format(m=mark)):
+        out = await run(tmp_path, ["sh", "-c", script])
+        assert out.record.exit_code == 0
+    out = await run(tmp_path, ["sh", "-c", f"sleep {mark}"], seconds=0.3)
+    assert left_over(mark) == []
+    assert out.timed_out
+    assert late == []
+
+
+@pytest.mark.parametrize("what", ["no _Run", "no watcher thread"])
+async def test_a_command_that_cannot_be_followed_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    """Finding 9: when the command started but its `_Run` or its watcher's thread could not be
+    made (out of memory, no thread), its group was killed but its tree not swept: a process that
+    had left the group already lived on."""
+    mark = marker()
+
+    def once_escaped() -> None:
+        end = time.monotonic() + 10
+        while not sleepers(mark) and time.monotonic() < end:  # `sleep`: setsid has run
+            time.sleep(0.01)
+
+    if what == "no _Run":
+
+        def no_run(*args: object) -> None:
+            once_escaped()
+            raise MemoryError
+
+        monkeypatch.setattr(commandsmod, "_Run", no_run)
+        fault: type[BaseException] = MemoryError
+    else:
+
+        class NoThreads:
+            def start(self, watcher: object) -> None:
+                once_escaped()
+                raise RuntimeError("can't start new thread")
+
+        monkeypatch.setattr(commandsmod, "_watcher_threads", NoThreads())
+        fault = process.HostFault
+    try:
+        with pytest.raises(fault):
+            await run(tmp_path, ["sh", "-c", f"(setsid sleep {mark} &); exec sleep {mark}"])
+    finally:
+        survivors = left_over(mark)
+    assert survivors == []
+    assert discoverymod._discovery._trees == {}
+
+
+def test_what_an_empty_environment_means_is_read_from_the_kernel() -> None:
+    """`_environ_state` on real processes: one with an environment, one started with none at all
+    (`env -i`: no exec in progress, nothing to wait for), a zombie, and no process."""
+    mark = marker()
+    plain = subprocess.Popen(["sleep", mark])
+    bare = subprocess.Popen(["env", "-i", "sleep", mark])
+    done = subprocess.Popen(["true"])
+    try:
+        end = time.monotonic() + 10
+        while len(sleepers(mark)) < 2 and time.monotonic() < end:
+            time.sleep(0.01)
+        while procmod._stat(done.pid) is not None and not procmod._stat(done.pid)[3]:  # type: ignore[index]
+            time.sleep(0.01)
+        assert procmod._read_proc(bare.pid, "environ") == b""
+        assert procmod._environ_state(bare.pid) == "empty"
+        assert procmod._environ_state(plain.pid) == "set"
+        assert procmod._environ_state(done.pid) == "gone"  # a zombie
+    finally:
+        for p in (plain, bare, done):
+            p.kill()
+            p.wait()
+    assert procmod._environ_state(1 << 23) == "gone"  # past any pid_max (PID_MAX_LIMIT is 1 << 22)

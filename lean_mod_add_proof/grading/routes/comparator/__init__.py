@@ -44,7 +44,7 @@ what the grader makes of them (verdict.py `comparator_verdict`):
      `checkAxioms`, "Running <kernel> kernel on solution" from `runExternalKernel`): a failure is
      a rejection, but for a step SIGKILLed ("Child exited with 137", or "<kernel> exited with
      137": bwrap reports a signal as 128+N) while the kernel's OOM-kill counter moved (not
-     judged, as on the other routes: process.py `oom_kill_count`).
+     judged, as on the other routes: process/limits.py `oom_kill_count`).
   The phase is read from the outer `lake`'s own progress lines, all printed before the step
   they name (`SOLUTION_PHASE_MARKS`), and from the sandboxed steps' command lines in /proc
   (`SOLUTION_PHASE_ARGV`: a process running with the solution module as an argument): any one

@@ -91,7 +91,7 @@ class RunFacts:
 
 def _killed_step(err: str) -> bool:
     """`Child exited with 137` (a sandboxed build or export) or `<kernel> exited with 137`: bwrap
-    reports its command's death by SIGKILL as 128 + 9 (process.py module docstring)."""
+    reports its command's death by SIGKILL as 128 + 9 (the process package docstring)."""
     return err.endswith("exited with 137")
 
 

@@ -1,0 +1,326 @@
+"""The shared look (`_Discovery`): one look at new pids for every watcher of the grader
+process, which files each new process with the tree of its parent, or an orphan with the tree
+its marker names. It knows a tree only as `_Tree` (what watcher.py's `_Watcher` holds), so it
+imports nothing above it: data flows from here up to the watchers."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple, Protocol
+
+from lean_mod_add_proof.grading.process.markers import _MARKER
+from lean_mod_add_proof.grading.process.proc import (
+    _ancestors,
+    _environ_state,
+    _is_process,
+    _last_pid,
+    _listed_pids,
+    _read_int,
+    _read_proc,
+    _stat,
+)
+
+#: A look at /proc normally stats just the pids allocated since the last look (read from
+#: /proc/sys/kernel/ns_last_pid). It lists all of /proc instead when that is more than
+#: `_RANGE_MAX` pids, when more than `_RANGE_GAP_S` passed since the last look (the allocator
+#: might have come full circle), or when ns_last_pid cannot be read.
+_RANGE_MAX = 4096
+_RANGE_GAP_S = 1.0
+#: How long a live undecided pid (see `_Discovery._keep`) is looked at again. By time, not by a
+#: number of looks: a final sweep looks every few milliseconds, and so does every other
+#: watcher's, so a number of looks could run out while the process sat preempted in the middle
+#: of an exec on a loaded host, and it was dropped for good (the review of 2026-12-06, finding
+#: 1). Far longer than an exec or a reparenting takes, and longer than a sweep waits (`SWEEP_S`).
+_UNDECIDED_S = 2.0
+#: How long a pid allocated but not visible (a fork in flight; far more often a process already
+#: gone and reaped), or one whose environment cannot be read, is looked at again. Not waited for:
+#: a fork in flight has a live parent, which keeps its own tree's sweep going.
+_UNSEEN_S = 0.25
+
+_Stat = tuple[int, int, int, bool, int]
+
+
+class _Tree(Protocol):
+    """One command's tree as the look sees it (a `_Watcher`; written under `_Discovery.lock`)."""
+
+    token: bytes
+    """Its marker's token (`markers.TREE_ENV_VAR`)."""
+    ours: dict[int, int]
+    """pid -> start time, every live process of the tree seen."""
+    seen: set[int]
+    """Every pid ever in `ours`."""
+    not_before: int
+    """Nothing of the tree started earlier (clock ticks since boot)."""
+
+
+class _Undecided(NamedTuple):
+    """A pid a look could not decide, to be looked at again."""
+
+    start: int | None
+    """Its process's start time (None: no process was visible)."""
+    until: float
+    """When it is given up (`time.monotonic()`)."""
+
+
+class _Discovery:
+    """The one look at new pids for every watcher of this grader process (issue 29).
+
+    Why one: when each watcher looked at every pid allocated since its own last look, whoever's
+    it was, and read the environment of every new child of the grader (every command's first
+    process is one), a grader running N commands did the classifying work N times over: its
+    watchers' CPU per grade grew with N, under one GIL. Now a look reads ns_last_pid once, stats
+    each new pid once, reads an orphan's environment once (its marker names its tree), looks at
+    an undecided pid again at each look until it is decided (`_keep`), and files each new
+    process with the tree of its parent. A watcher's own poll then reads only its members.
+
+    Freshness: a watcher's poll asks for a look that began after the poll did (`look`), so what
+    it finds is what a look of its own would have found; a look in progress that began earlier
+    does not count, and the watcher looks again. Looks, the tree maps and the undecided pids are
+    guarded by `lock`. A tree is registered before its command is spawned (so nothing the
+    command starts is looked at before its tree is known) and unregistered once its watcher has
+    swept it. With no tree registered there is nothing to follow, so the next registration
+    starts the pid range afresh (from ns_last_pid read then)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._trees: dict[bytes, _Tree] = {}  # marker token -> its watcher
+        self._owner: dict[int, _Tree] = {}  # every member pid of a registered tree -> its tree
+        self._last_pid: int | None = None
+        self._looked_at = -math.inf  # when the last look began
+        self._other: set[int] = set()  # in whole listings: pids known to belong to no tree
+        self._retry: dict[int, _Undecided] = {}  # undecided pids, to look at again
+        # Of those, the live ones a final sweep waits for -> their start times. Replaced by each
+        # look, never changed once set, so a sweep may read it without the lock.
+        self.waiting: Mapping[int, int] = {}
+
+    def register(self, watcher: _Tree) -> None:
+        with self.lock:
+            if not self._trees:  # nothing followed until now: no pid before this one can matter
+                self._last_pid = _last_pid()
+                self._looked_at = time.monotonic()
+                self._other.clear()
+                self._retry = {}
+                self.waiting = {}
+            self._trees[watcher.token] = watcher
+
+    def unregister(self, watcher: _Tree) -> None:
+        with self.lock:
+            if self._trees.get(watcher.token) is watcher:
+                del self._trees[watcher.token]
+            for pid in watcher.seen:
+                if self._owner.get(pid) is watcher:
+                    del self._owner[pid]
+
+    def adopt(self, watcher: _Tree, pid: int, start: int) -> None:
+        """File `pid` (started at `start`) as a member of `watcher`'s tree (`lock` held)."""
+        old = self._owner.get(pid)
+        if old is not None and old is not watcher:
+            old.ours.pop(pid, None)  # a reused pid: the old process is gone
+        self._owner[pid] = watcher
+        watcher.ours[pid] = start
+        watcher.seen.add(pid)
+
+    def forget(self, watcher: _Tree, pid: int, start: int) -> None:
+        """`pid` of `watcher`'s tree is gone, or is another process now (`lock` held)."""
+        if watcher.ours.get(pid) == start:
+            del watcher.ours[pid]
+            if self._owner.get(pid) is watcher:
+                del self._owner[pid]
+
+    def waiting_for(self, not_before: int) -> bool:
+        """Whether a live pid left undecided may yet turn out to be of a tree none of whose
+        processes started before `not_before`: only one started since may (finding 11)."""
+        return any(start >= not_before for start in self.waiting.values())
+
+    def look(self, asked_at: float) -> None:
+        """Find the new members of every registered tree, unless a look that began after
+        `asked_at` did already (`lock` held). A look that fails (out of memory, out of
+        descriptors) loses nothing for the other trees (finding 8): the next look covers its
+        pids again, and the undecided pids are kept (`_classify` replaces them only at its end)."""
+        if self._looked_at > asked_at:
+            return
+        range_before = self._last_pid, self._looked_at
+        try:
+            candidates, listing = self._candidates()
+            self._retry, self.waiting = self._classify(candidates, listing, self._looked_at)
+        except BaseException:
+            self._last_pid, self._looked_at = range_before
+            raise
+
+    def _classify(
+        self, candidates: Sequence[int] | set[int], listing: bool, now: float
+    ) -> tuple[dict[int, _Undecided], dict[int, int]]:
+        """File each new process of `candidates` (and each undecided pid) with its tree; return
+        the pids left undecided and, of those, the live ones a sweep waits for."""
+        old = self._retry
+        retry: dict[int, _Undecided] = {}
+        waiting: dict[int, int] = {}
+        if old:
+            candidates = [*candidates, *(pid for pid in old if pid not in candidates)]
+        adopters = _ancestors()
+        stats: dict[int, _Stat | None] = {}  # every pid statted in this look
+        # Pids of this look filed nowhere for a reason that may pass -> whether a final sweep
+        # waits for their children: a child of one of them is undecided too, never dropped
+        # (findings 2 and 3): its parent may be an orphan of a tree, or may have died during
+        # this look (then the child is an orphan now, and the next look reads its marker).
+        unsure: dict[int, bool] = {}
+        pending: dict[int, _Stat] = {}
+        for pid in candidates:
+            st = stats[pid] = _stat(pid)
+            if st is None:  # allocated but not visible: a fork in flight, or gone
+                if pid not in self._owner:  # (a member's children are filed by `_is_parent`)
+                    self._keep(pid, None, now, old, retry)
+                    unsure[pid] = True
+                continue
+            owner = self._owner.get(pid)
+            if owner is not None and owner.ours.get(pid) == st[1]:
+                continue  # a member already
+            pending[pid] = st
+        progress = True
+        while pending and progress:  # parents before children
+            progress = False
+            for pid, st in list(pending.items()):
+                ppid = st[0]
+                if ppid in pending:
+                    continue
+                del pending[pid]
+                progress = True
+                if ppid in unsure:  # its parent is undecided: so is it
+                    unsure[pid] = self._keep(pid, st[1], now, old, retry, waiting if unsure[ppid] else None)
+                    continue
+                tree = self._owner.get(ppid)
+                if tree is not None and not self._is_parent(tree, ppid, st[1], stats):
+                    tree = None
+                if tree is None and ppid in adopters:  # an orphan, or a child of the grader or above
+                    environ, state = _orphans_environ(pid)
+                    if state == "unreadable":  # not ours to read, it seems: looked at for a while
+                        unsure[pid] = self._keep(pid, st[1], now, old, retry)
+                        continue
+                    if state == "changing":  # in the middle of an exec: wait for it
+                        unsure[pid] = self._keep(pid, st[1], now, old, retry, waiting)
+                        continue
+                    if state == "gone":  # nothing to file; a child it left is an orphan now
+                        unsure[pid] = True
+                        continue
+                    tree = self._marked(environ)  # ("empty": no environment, so no marker)
+                if tree is not None and st[1] >= tree.not_before:
+                    if _is_process(pid):
+                        self.adopt(tree, pid, st[1])
+                    else:  # gone since its stat (or a thread, which has no children)
+                        unsure[pid] = True
+                elif listing:
+                    self._other.add(pid)
+        return retry, waiting
+
+    def _is_parent(self, tree: _Tree, ppid: int, child_start: int, stats: dict[int, _Stat | None]) -> bool:
+        """Whether `tree`'s member `ppid` is the parent of a process that started at
+        `child_start`: the process at `ppid` now is that member (the same start time), or it is
+        gone and started no later than the child. Not when the member has died and another
+        process took its pid before its watcher forgot it: that one's children are not the
+        tree's (finding 6)."""
+        recorded = tree.ours.get(ppid)
+        if recorded is None:
+            return False
+        if ppid not in stats:
+            stats[ppid] = _stat(ppid)
+        now = stats[ppid]
+        if now is None:
+            return recorded <= child_start
+        return now[1] == recorded
+
+    def _marked(self, environ: bytes) -> _Tree | None:
+        """The registered tree whose marker the environment carries, if any."""
+        for token in _MARKER.findall(b"\0" + environ):
+            if (tree := self._trees.get(token)) is not None:
+                return tree
+        return None
+
+    def _keep(
+        self,
+        pid: int,
+        start: int | None,
+        now: float,
+        old: Mapping[int, _Undecided],
+        retry: dict[int, _Undecided],
+        waiting: dict[int, int] | None = None,
+    ) -> bool:
+        """Look at `pid` again next look: it is undecided. Its process (started at `start`;
+        None: none visible) is given up once it is gone, once its pid is another process's, or
+        at its deadline: `_UNDECIDED_S` after it was first left undecided with `waiting` (a
+        live process in the middle of an exec, or the child of an undecided one: a final sweep
+        waits for it, see `waiting_for`), else `_UNSEEN_S` (a fork in flight, or a process gone
+        or not readable). Returns whether a sweep waits for it, and so for its children
+        (`waiting` given)."""
+        waits = waiting is not None
+        prev = old.get(pid)
+        if start is None and prev is not None and prev.start is not None:
+            return waits  # it was there, and is gone now
+        if prev is None or prev.start != start:
+            prev = _Undecided(start, now + (_UNDECIDED_S if waits else _UNSEEN_S))
+        if now > prev.until:
+            return waits
+        retry[pid] = prev
+        if waiting is not None and start is not None:
+            waiting[pid] = start
+        return waits
+
+    def _candidates(self) -> tuple[Sequence[int] | set[int], bool]:
+        """(pids that may have joined a tree since the last look, whether from a listing)."""
+        now = time.monotonic()
+        last = _last_pid()
+        prev, self._last_pid = self._last_pid, last
+        gap, self._looked_at = now - self._looked_at, now
+        if last is not None and prev is not None and gap < _RANGE_GAP_S:
+            span = _pids_after(prev, last)
+            if span is not None:
+                return span, False
+        listed = _listed_pids()
+        if gap < _RANGE_GAP_S:
+            self._other &= listed
+        else:
+            self._other.clear()  # a pid seen before may belong to someone else by now
+        return listed - self._owner.keys() - self._other, True
+
+
+_discovery = _Discovery()
+
+
+def _new_discovery_in_child() -> None:
+    """A forked child has none of its parent's commands (and the lock may have been held at the
+    fork). Reset in place: the package's other modules hold `_discovery` by name."""
+    _discovery.__init__()
+
+
+os.register_at_fork(after_in_child=_new_discovery_in_child)
+
+
+def _pids_after(prev: int, last: int) -> range | list[int] | None:
+    """The pids allocated after `prev` up to `last`, cyclically; None when that is too many."""
+    if last >= prev:
+        span: range | list[int] = range(prev + 1, last + 1)
+    else:  # the allocator wrapped around pid_max
+        top = _read_int("/proc/sys/kernel/pid_max") or 1 << 22
+        span = [*range(prev + 1, top), *range(1, last + 1)]
+    return span if len(span) <= _RANGE_MAX else None
+
+
+def _orphans_environ(pid: int) -> tuple[bytes, str]:
+    """(the environment of `pid`, an orphan, and what it says): "set" (read), "empty" (it has
+    none), "changing" (an exec in progress: read again later), "gone" (or a zombie), or
+    "unreadable" (not ours to read: another user's, or made undumpable). See `_environ_state`."""
+    environ = _read_proc(pid, "environ", 1 << 20)
+    if environ:
+        return environ, "set"
+    state = _environ_state(pid)
+    if state == "set":  # an exec ended since the read: read it again
+        environ = _read_proc(pid, "environ", 1 << 20)
+        if environ:
+            return environ, "set"
+        state = _environ_state(pid) if environ is None else "changing"
+    if environ is None and state != "gone":
+        return b"", "unreadable"
+    return b"", state

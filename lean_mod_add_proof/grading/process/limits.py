@@ -1,0 +1,197 @@
+"""The per-grade caps and how they are measured, apart from the process tree (the watcher
+polls that): `Limits`, the `prlimit` wrapper with its CPU-seconds, file-size and address-space
+backstops, the CPU backstop's reason, the disk walk, and the kernel's OOM-kill counter (see the
+package docstring's "Caps" and "Residual limits")."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lean_mod_add_proof.grading.process.proc import _CLK_TCK
+
+#: Added to the CPU-seconds backstop so it only fires when the wall-clock kill somehow did not.
+CPU_SLACK_S = 5
+#: CPU seconds per wall second one process may use, per thread of the `threads` setting: Lean runs
+#: its main thread beside the `-j` workers, so a busy build of `threads` workers may use up to
+#: `threads + 1` cores; twice `threads` covers that with room to spare.
+CPU_PER_THREAD = 2
+#: How far the hard CPU limit (SIGKILL) is above the soft one (SIGXCPU, the kill that is seen).
+CPU_HARD_GAP_S = 5
+#: A process of the tree seen this close to the soft CPU limit, in a command that then died of a
+#: signal, was stopped by the CPU backstop (the watcher looks every RSS_POLL_S, and a process
+#: cannot use more than a few CPU seconds between two looks).
+CPU_SEEN_MARGIN_S = 2
+
+#: Far backstop on address space: Lean 4.35 reserves 1 GiB of stack per thread plus allocator
+#: arenas, so an address-space cap near real use stops it from starting. Real memory is capped by
+#: the live RSS watch (`Limits.memory_mb`).
+ADDRESS_SPACE_BACKSTOP_MB = 16 * 1024
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The per-grade caps every command of a grade runs under."""
+
+    memory_mb: int
+    """Summed resident memory of the command's whole process tree."""
+    max_processes: int
+    """Processes alive at once in the command's tree."""
+    max_disk_mb: int
+    """Bytes under `disk_paths` (the grade directory and the sandbox /tmp) together."""
+    max_file_mb: int
+    """Largest single file (RLIMIT_FSIZE)."""
+    disk_paths: tuple[Path, ...] = ()
+    max_files: int | None = None
+    """Directory entries under `disk_paths` together (None: not counted)."""
+    cpu_threads: int = 1
+    """Threads a process may use (the `threads` setting): sizes the CPU-seconds backstop."""
+    address_space_cap: bool = True
+    """The far RLIMIT_AS backstop (`ADDRESS_SPACE_BACKSTOP_MB`); off, RLIMIT_AS is unlimited
+    (for a command whose Lean processes it cannot give LEAN_NUM_THREADS, see routes/comparator/run.py)."""
+
+
+def oom_kill_count(vmstat: str = "/proc/vmstat") -> int | None:
+    """How many processes the kernel's OOM killer has killed since boot (`oom_kill` in
+    /proc/vmstat, Linux 4.13+), or None where it cannot be read. A SIGKILL the grader did not
+    send is the host's only if this moved meanwhile; otherwise the command's own code sent it.
+    Read as bytes and searched, not decoded and split line by line: a grade reads it around each
+    command, and the text loop cost about 1 ms of the grader's CPU each time (0.6 ms this way,
+    most of it the kernel writing the file)."""
+    try:
+        fd = os.open(vmstat, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    data = b"\n" + b"".join(chunks)
+    at = data.find(b"\noom_kill ")
+    if at < 0:
+        return None
+    end = data.find(b"\n", at + 1)
+    try:
+        return int(data[at + len(b"\noom_kill ") : None if end < 0 else end])
+    except ValueError:
+        return None
+
+
+def prlimit_argv(
+    prlimit: str, address_space_mb: int | None, cpu_seconds: tuple[int, int], max_file_mb: int
+) -> list[str]:
+    """`prlimit` sets the limits on itself and execs the command, so every descendant inherits
+    them (rlimits survive exec and fork, and bwrap does not reset them). RLIMIT_FSIZE bounds each
+    file written (an .olean of a huge term, a flood into a file); it does not apply to pipes.
+    `cpu_seconds` is (soft, hard), written `--cpu=soft:hard` (prlimit(1): "soft:hard").
+    `address_space_mb` None: RLIMIT_AS unlimited (util-linux prlimit(1): "unlimited")."""
+    mib = 1024 * 1024
+    soft, hard = cpu_seconds
+    return [
+        prlimit,
+        f"--as={'unlimited' if address_space_mb is None else address_space_mb * mib}",
+        f"--cpu={soft}:{hard}",
+        f"--fsize={max_file_mb * mib}",
+        "--",
+    ]
+
+
+def cpu_limits(remaining_s: float, threads: int) -> tuple[int, int]:
+    """(soft, hard) RLIMIT_CPU for a command with `remaining_s` to its deadline whose processes
+    may use `threads` threads (pure). RLIMIT_CPU counts one process's CPU time over all its
+    threads, so a multi-threaded build reaches a limit of `remaining_s` long before its deadline
+    (issue 26: SIGKILLed at 32.6 s of 60 with 2 threads): the soft limit allows
+    `CPU_PER_THREAD * threads` cores for the whole deadline plus `CPU_SLACK_S`, and the hard limit
+    is `CPU_HARD_GAP_S` above it, so the kernel's SIGXCPU comes first and names the cause."""
+    soft = max(1, math.ceil(remaining_s)) * CPU_PER_THREAD * max(1, threads) + CPU_SLACK_S
+    return soft, soft + CPU_HARD_GAP_S
+
+
+def cpu_cap_reason(signum: int | None, peak_cpu_ticks: int, limits: tuple[int, int]) -> str | None:
+    """`CPU time cap exceeded (...)` when the command was ended by the CPU backstop, else None
+    (pure): it died of SIGXCPU (the soft limit's signal, default action: terminate), or of another
+    signal (the hard limit's SIGKILL, or a shell of the tree reporting its child's death) while a
+    process of its tree had been seen within CPU_SEEN_MARGIN_S of the soft limit."""
+    soft, _ = limits
+    seen = peak_cpu_ticks / _CLK_TCK
+    if signum == signal.SIGXCPU or (signum is not None and seen >= soft - CPU_SEEN_MARGIN_S):
+        return f"CPU time cap exceeded ({soft} CPU seconds in one process)"
+    return None
+
+
+def find_prlimit() -> str | None:
+    return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+
+
+#: What each directory entry costs the disk cap at least: an empty file holds no blocks but an
+#: inode, and millions of them would exhaust the inodes or stall the walk and the removal.
+ENTRY_MIN_BYTES = 4096
+#: What a directory the walk cannot read costs: more than any cap (a build that hides its files
+#: from the walk, e.g. by `chmod 000`, is over its cap).
+UNREADABLE_BYTES = 1 << 50
+
+
+def disk_usage(
+    paths: Sequence[Path], *, stop_above: int | None = None, tick: Callable[[], bool] | None = None
+) -> int:
+    """Allocated bytes of everything under `paths` (symlinks not followed, hard links once), each
+    entry at least ENTRY_MIN_BYTES, an unreadable directory UNREADABLE_BYTES. Stops early once
+    past `stop_above`, or when `tick` (called every 256 entries) returns True."""
+    return disk_and_entries(paths, stop_above=stop_above, tick=tick)[0]
+
+
+def disk_and_entries(
+    paths: Sequence[Path],
+    *,
+    stop_above: int | None = None,
+    entries_above: int | None = None,
+    tick: Callable[[], bool] | None = None,
+) -> tuple[int, int]:
+    """(`disk_usage`'s bytes, how many directory entries) under `paths`, in one walk: every name
+    is an entry (a second hard link too; its bytes count once). Stops early as `disk_usage` does,
+    and once past `entries_above` entries."""
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    stack = [str(p) for p in paths]
+    n = 0  # directory entries: every name, a second hard link too (the walk's cost is per name)
+    while stack:
+        path = stack.pop()
+        try:
+            it = os.scandir(path)
+        except PermissionError:
+            total += UNREADABLE_BYTES
+            continue
+        except OSError:  # gone meanwhile
+            continue
+        with it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                n += 1
+                if st.st_nlink > 1 and not entry.is_dir(follow_symlinks=False):
+                    key = (st.st_dev, st.st_ino)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                total += max(st.st_blocks * 512, ENTRY_MIN_BYTES)
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                if n % 256 == 0:
+                    if stop_above is not None and total > stop_above:
+                        return total, n
+                    if entries_above is not None and n > entries_above:
+                        return total, n
+                    if tick is not None and tick():
+                        return total, n
+    return total, n
