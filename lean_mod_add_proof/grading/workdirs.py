@@ -48,6 +48,10 @@ from lean_mod_add_proof.grading.hashing import (
 GRADE_DIR_PREFIX = "lean-mod-add-proof-grade-"
 #: A directory kept for the user (keep_packages): no owner record, so never swept.
 KEPT_DIR_PREFIX = GRADE_DIR_PREFIX + "kept-"
+#: The self-test's own work root (its canaries' grade directories live inside it).
+SELFTEST_DIR_PREFIX = "lean-mod-add-proof-selftest-"
+#: What `sweep_dead` removes under the work root once its owner is dead.
+WORK_DIR_PREFIXES = (GRADE_DIR_PREFIX, SELFTEST_DIR_PREFIX)
 #: Temporary directories in the cache root: a build in progress, an entry being deleted.
 CACHE_BUILD_PREFIX = ".build-"
 CACHE_TRASH_PREFIX = ".trash-"
@@ -127,12 +131,12 @@ def owner_is_dead(ns: int, pid: int, start: int) -> bool:
 
 
 def sweep_dead(work_root: Path | None, cache_root: Path | None) -> list[Path]:
-    """Remove grade directories (under `work_root`, or the system temp dir when None, like
-    `new_grade_dir`) and cache temp directories (`.build-*`, `.trash-*` under `cache_root`; none
+    """Remove grade and self-test directories (under `work_root`, or the system temp dir when
+    None, like `new_grade_dir`) and cache temp directories (`.build-*`, `.trash-*` under `cache_root`; none
     when None) whose owner record names a dead process. Returns what was removed; never raises.
     Call once per process before the first grade."""
     roots: list[tuple[Path, tuple[str, ...]]] = [
-        (work_root if work_root is not None else Path(tempfile.gettempdir()), (GRADE_DIR_PREFIX,))
+        (work_root if work_root is not None else Path(tempfile.gettempdir()), WORK_DIR_PREFIXES)
     ]
     if cache_root is not None:
         roots.append((cache_root, CACHE_TEMP_PREFIXES))
