@@ -193,7 +193,12 @@ async def prepare_package(g: Grade, env: CommandEnv) -> tuple[dict[str, str], Pa
                 g.result.cache = entry.status
                 g.entry_pin = entry.pin
                 source: Path | int = entry.package if entry.pin is None else entry.pin.package_fd
-                await workdirs.copy_entry(source, g.pkg)
+                try:
+                    await workdirs.copy_entry(source, g.pkg, entry.manifest)
+                except workdirs.EntryChanged as exc:
+                    # Checked, then changed before this grade copied it: nothing of this
+                    # submission has run yet, so whoever changed it, it is not its doing.
+                    raise not_judged("build", f"the cache entry changed while it was copied: {exc}") from None
                 return entry.manifest, source
         g.result.cache = "off"  # no usable cache: prebuild in place, same checks
         if not g.result.cache_note:
