@@ -630,10 +630,10 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> N
     small.mkdir()
     got = run_isolated(
         ["-Urm"],
-        f"mount -t tmpfs -o size=256m,nr_inodes=2000 tmpfs {small} &&",
+        f"mount -t tmpfs -o size=512m,nr_inodes=2000 tmpfs {small} &&",
         f"""
         small = Path({str(small)!r})
-        cfg = dict(work_root=small / "work", max_files=1000, sandbox={mode!r})
+        cfg = dict(work_root=small / "work", max_files=1000, max_disk_mb=64, sandbox={mode!r})
         flood = run(submission("build manyfiles 5000"), **cfg)
         honest = run(submission(), **cfg)
         print(json.dumps({{"flood": flood, "honest": honest}}))
@@ -644,6 +644,39 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> N
     flood = got["flood"]
     assert flood["judged"] is True and not flood["accepted"], flood  # type: ignore[index]
     assert "file cap exceeded (more than 1000 directory entries)" in flood["reason"], flood  # type: ignore[index]
+
+
+@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_work_disk_with_fewer_free_inodes_than_the_file_cap_grades_nothing(
+    tmp_path: Path, mode: str
+) -> None:
+    """Issue 39 item 5, on a real small-inode disk (a tmpfs of 300 inodes in a private mount
+    namespace, unmounted with it): with `max_files` 5000 the file cap cannot bind before the disk
+    runs out of inodes, so build-time code creating 1000 empty files (far inside its caps) reached
+    "no free inode", which is could not judge: an outcome the submission chose, while an honest
+    proof was accepted. The grade now checks before the build that the disk can hold its caps: on
+    this disk every grade is could not judge, naming the inodes, and no submission's code runs."""
+    small = tmp_path / "small"
+    small.mkdir()
+    got = run_isolated(
+        ["-Urm"],
+        f"mount -t tmpfs -o size=512m,nr_inodes=300 tmpfs {small} &&",
+        f"""
+        small = Path({str(small)!r})
+        cfg = dict(work_root=small / "work", max_files=5000, max_disk_mb=64, sandbox={mode!r})
+        flood = run(submission("build manyfiles 1000"), **cfg)
+        honest = run(submission(), **cfg)
+        print(json.dumps({{"flood": flood, "honest": honest}}))
+        """,
+        tmp_path,
+    )
+    for case in ("flood", "honest"):
+        res = got[case]
+        assert res["judged"] is False and not res["accepted"], (case, res)  # type: ignore[index]
+        reason = res["reason"]  # type: ignore[index]
+        assert reason.startswith("could not judge: the work disk is full for this grade's caps"), reason
+        assert "inodes free" in reason and "max_files 5000" in reason, reason
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
+from lean_mod_add_proof.grading import package as pkgmod
+from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.result import GraderConfig
 
 #: What each sandbox mode means in force, for the report.
@@ -222,18 +224,45 @@ def userns_check(facts: UsernsFacts, sandbox_mode: str) -> Check:
     return Check("user namespaces", ok, detail, USERNS_FIX, required=False)
 
 
+def _grade_dirs(concurrent: int) -> str:
+    return f"{concurrent} concurrent grades + {workdirs.REAP_BACKLOG} finished, awaiting removal"
+
+
+def _disk_check(work: Path, st: os.statvfs_result, max_disk_mb: int, concurrent: int) -> Check:
+    """Free space of the work disk against what every grade directory on it may hold at once
+    (issue 39): each running grade's disk cap and the grader's copies into its verdict directory
+    (the submission's outputs, up to `package.MAX_SUBMISSION_OUTPUT_BYTES` each), for the grades
+    running and for those finished whose removal the reaper has queued (up to
+    `workdirs.REAP_BACKLOG`), plus the low-water mark a grade needs beyond its cap before its
+    build starts (`workdirs.room_for_caps`)."""
+    free_mb = st.f_bavail * st.f_frsize >> 20
+    copies_mb = len(pkgmod.SUBMISSION_OUTPUTS) * (pkgmod.MAX_SUBMISSION_OUTPUT_BYTES >> 20)
+    mark_mb = workdirs.ENOSPC_MARK_BYTES >> 20
+    needed_mb = (max_disk_mb + copies_mb) * (concurrent + workdirs.REAP_BACKLOG) + mark_mb
+    return Check(
+        "work disk",
+        free_mb >= needed_mb,
+        f"{work}: {free_mb} MiB free; (max_disk_mb {max_disk_mb} + verdict copies {copies_mb}) x "
+        f"({_grade_dirs(concurrent)}) + {mark_mb} = {needed_mb} MiB",
+        "give the work root that much room (--work-root), or lower --max-disk-mb: on a "
+        "smaller disk a submission's own files, within its cap, can fill it, and a build "
+        "that fails on a full disk is could-not-judge",
+        required=False,
+    )
+
+
 def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: int) -> Check:
-    """Free inodes of the work disk against `max_files` x concurrent grades (issue 26: the disk
-    cap charges bytes, so a flood of empty files could exhaust a disk with few inodes inside it).
+    """Free inodes of the work disk against `max_files` for every grade directory it may hold at
+    once (issue 26: the disk cap charges bytes, so a flood of empty files could exhaust a disk
+    with few inodes inside it; issue 39: the finished directories awaiting removal count too).
     A filesystem that reports no inode count (f_files 0: btrfs, some network disks) has no limit."""
-    needed = max_files * concurrent
+    needed = max_files * (concurrent + workdirs.REAP_BACKLOG)
     if not st.f_files:
         return Check("work disk inodes", True, f"{work}: the filesystem reports no inode limit", "")
     return Check(
         "work disk inodes",
         st.f_favail >= needed,
-        f"{work}: {st.f_favail} inodes free; "
-        f"max_files {max_files} x {concurrent} concurrent grades = {needed}",
+        f"{work}: {st.f_favail} inodes free; max_files {max_files} x ({_grade_dirs(concurrent)}) = {needed}",
         "give the work root a disk with that many free inodes (--work-root), or lower --max-files: "
         "a build that fails for want of an inode is could-not-judge",
         required=False,
@@ -368,20 +397,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
     work = config.work_root or Path(tempfile.gettempdir())
     try:
         st = os.statvfs(work if work.exists() else work.parent)
-        free_mb = st.f_bavail * st.f_frsize >> 20
-        needed_mb = config.max_disk_mb * concurrent
-        checks.append(
-            Check(
-                "work disk",
-                free_mb >= needed_mb,
-                f"{work}: {free_mb} MiB free; max_disk_mb {config.max_disk_mb} x {concurrent} "
-                f"concurrent grades = {needed_mb} MiB",
-                "give the work root that much room (--work-root), or lower --max-disk-mb: on a "
-                "smaller disk a submission's own files, within its cap, can fill it, and a build "
-                "that fails on a full disk is could-not-judge",
-                required=False,
-            )
-        )
+        checks.append(_disk_check(work, st, config.max_disk_mb, concurrent))
         checks.append(_inode_check(work, st, config.max_files, concurrent))
     except OSError as exc:
         checks.append(

@@ -208,6 +208,37 @@ def disk_full(path: Path) -> str | None:
     return None
 
 
+#: Below this much free space at any moment while an untrusted command ran, with Lean's own
+#: "no space left on device" in its output, its failure is the host's (steps.raise_build_failure).
+ENOSPC_MARK_BYTES = 256 << 20
+
+
+def room_for_caps(path: Path, max_disk_mb: int, max_files: int) -> str | None:
+    """Why the disk holding `path` cannot hold one more grade's caps, or None (also when it
+    cannot be asked). Checked before the submission's build, so that its own caps bind first:
+    writing up to `max_disk_mb` cannot bring the disk to either mark of full (`FULL_DISK_BYTES`,
+    `ENOSPC_MARK_BYTES`), nor `max_files` entries to its last free inode. Otherwise a submission
+    could choose "could not judge" by filling the disk within its caps (issue 39)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    need = (max_disk_mb << 20) + ENOSPC_MARK_BYTES
+    if free < need:
+        return (
+            f"the work disk is full for this grade's caps ({free >> 20} MiB free under {path}, "
+            f"less than max_disk_mb {max_disk_mb} MiB + {ENOSPC_MARK_BYTES >> 20} MiB): free some "
+            f"space or lower max_disk_mb"
+        )
+    if st.f_files and st.f_favail < max_files:
+        return (
+            f"the work disk is full for this grade's caps ({st.f_favail} inodes free under {path}, "
+            f"fewer than max_files {max_files}): free some inodes or lower max_files"
+        )
+    return None
+
+
 def new_grade_dir(work_root: Path | None, *, keep: bool = False) -> Path:
     """A fresh grade directory (0o700) carrying this process's owner record, so `sweep_dead` can
     remove it if the grader dies. `keep=True` (keep_packages) gives a name without a record:

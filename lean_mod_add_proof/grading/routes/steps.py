@@ -224,6 +224,13 @@ async def compile_extra(g: Grade, env: CommandEnv, modules: Mapping[str, str], d
 async def build(
     g: Grade, env: CommandEnv, submission: str, manifest: dict[str, str], deadline: float
 ) -> None:
+    assert g.grade_dir is not None
+    # Before any of the submission's code runs: can the disk hold what its caps allow?
+    config = g.config
+    if short := await asyncio.to_thread(
+        workdirs.room_for_caps, g.grade_dir, config.max_disk_mb, config.max_files
+    ):
+        raise not_judged("build", short)
     await workdirs.run_in_thread(pkgmod.write_submission, g.pkg, submission)
     g.fresh_tmp(pkgmod.BUILD_TMP)
     ooms = core.oom_kill_count()
