@@ -432,26 +432,44 @@ async def test_no_child_for_the_extraction_changes_nothing_but_speed(monkeypatch
     assert await pipeline._extract_off_loop(reply) == extract_submission(reply)
 
 
+async def killed_while_running(
+    tmp_path: Path, mode: str, directive: str, signum: int, **cfg: object
+) -> object:
+    """Grade a correct proof whose `directive` runs `sleep MARK` (the build's or the judge's
+    process runs it), and send `signum` from outside (as a host would: an operator's kill, a job
+    scheduler, earlyoom, systemd-oomd) to the process that runs it: the command the grader
+    started (in bwrap: the sandbox's command)."""
+    mark = f"{random.randint(20, 29)}.{random.randint(10**6, 10**7 - 1)}"
+    job = asyncio.create_task(run_double(submission(f"{directive} {mark}"), tmp_path, sandbox=mode, **cfg))
+    end = time.monotonic() + 30
+    sleeper: list[int] = []
+    while not (sleeper := [p for p in processes_with(mark) if cmdline(p) == f"sleep\0{mark}\0".encode()]):
+        assert time.monotonic() < end and not job.done(), "the command never started"
+        await asyncio.sleep(0.02)
+    os.kill(ppid(sleeper[0]), signum)
+    res = await job
+    assert await wait_gone(mark) == []
+    return res
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 @pytest.mark.parametrize("oom", [True, False], ids=["oom-killer", "not-the-oom-killer"])
-async def test_an_outside_sigkill_of_the_judge_after_it_started_on_the_submission(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oom: bool
+async def test_a_signal_from_outside_to_the_judge_after_its_replay_marker_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, signum: int, oom: bool
 ) -> None:
-    """The judge SIGKILLed after its `{"phase":"replay"}` line: the host's OOM killer is could not
-    judge; any other SIGKILL there ended it on the submission's data, a rejection."""
+    """Issue 39 item 1: the judge, a trusted program, cannot be made to kill itself, so a signal
+    the grader did not send after its `{"phase":"replay"}` line is the host's, whatever the OOM
+    counter did. It used to be "the kernel check of this submission failed" (0.0) for any signal
+    but a SIGKILL while the OOM killer acted. A synchronous fault there (a stack overflow's
+    SIGSEGV, a panic's SIGABRT) stays a verdict (tests/test_pipeline_stages.py)."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # the judge is built
     oom_killer(monkeypatch, oom)
-    real = core.run_command
-
-    async def killed(argv: list[str], **kw: object) -> CommandOutcome:
-        out = await real(argv, **kw)  # type: ignore[arg-type]
-        if "--olean" in argv or "--export" in argv:  # the judge
-            rec = out.record.model_copy(update={"exit_code": None, "signal": signal.SIGKILL})
-            return dataclasses.replace(out, record=rec, text='{"phase":"replay"}\n')
-        return out
-
-    monkeypatch.setattr(core, "run_command", killed)
-    res = await run_double(submission(), tmp_path)
-    assert res.failed_stage == "leanchecker" and not res.accepted
-    assert res.judged is not oom, res.reason
+    res = await killed_while_running(tmp_path, mode, "judge sleep", signum)
+    assert res.failed_stage == "leanchecker", res.reason  # type: ignore[attr-defined]
+    not_judged(res, "the judge", f"killed by signal {int(signum)}, {signal.Signals(signum).name}")
+    if oom and signum == signal.SIGKILL:
+        not_judged(res, "the host's OOM killer")
 
 
 # ---- issue 26: no host fault rejects an honest proof ------------------------------------------

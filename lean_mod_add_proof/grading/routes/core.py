@@ -9,6 +9,7 @@ the grader caused. Nothing here decides which; each step says so where it raises
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,14 @@ def summarize_output(text: str) -> str:
     return one_line(lines[-1]) if lines else "(no output)"
 
 
+def signal_name(signum: int) -> str:
+    """`signal 15, SIGTERM` (pure; a number Python does not name stays a number)."""
+    try:
+        return f"signal {signum}, {signal.Signals(signum).name}"
+    except ValueError:
+        return f"signal {signum}"
+
+
 def command_failure(what: str, outcome: CommandOutcome, timeout_s: float) -> str | None:
     """Why a command counts as failed, or None when it exited 0 (pure)."""
     rec = outcome.record
@@ -81,10 +90,53 @@ def command_failure(what: str, outcome: CommandOutcome, timeout_s: float) -> str
     if outcome.timed_out:
         return f"{what} timed out: the {timeout_s:g} s limit for build, replay and check together ran out"
     if rec.signal is not None:
-        return f"{what} failed (killed by signal {rec.signal}): {summarize_output(outcome.text)}"
+        return f"{what} failed (killed by {signal_name(rec.signal)}): {summarize_output(outcome.text)}"
     if rec.exit_code != 0:
         return f"{what} failed (exit {rec.exit_code}): {summarize_output(outcome.text)}"
     return None
+
+
+# Which signals say what. TODO(issue 39): grading/signals.py (being written on another branch)
+# is the one rule of which signals a process can bring on itself from its input and which come
+# only from outside; fold `from_outside` and `FAULTS_FROM_INPUT` into it when the two meet.
+#: Signals that only another process, or the host's kernel acting for someone (the OOM killer,
+#: a cgroup kill), delivers: a process brings none of them on itself by a fault or a limit. Once
+#: the sandbox's filter forbids sending them (`signal_filter.py`), nothing inside it can send them
+#: either. Every other terminating signal a process can bring on itself: a fault (SIGSEGV, SIGBUS,
+#: SIGILL, SIGFPE, SIGTRAP), `abort()` (SIGABRT), a limit (SIGXCPU, SIGXFSZ), a seccomp kill
+#: (SIGSYS), a closed pipe (SIGPIPE), its own timers (SIGALRM, SIGVTALRM, SIGPROF, real-time
+#: signals) or asynchronous I/O (SIGIO).
+OUTSIDE_ONLY: frozenset[int] = frozenset(
+    {
+        signal.SIGHUP,
+        signal.SIGINT,
+        signal.SIGQUIT,
+        signal.SIGKILL,
+        signal.SIGUSR1,
+        signal.SIGUSR2,
+        signal.SIGTERM,
+        signal.SIGSTKFLT,
+        signal.SIGPWR,
+    }
+)
+#: The synchronous faults a trusted program can meet on the data it reads: a deep term overflows
+#: the stack (SIGSEGV; Lean's own stack-overflow handler aborts, SIGABRT), a panic aborts under
+#: LEAN_ABORT_ON_PANIC (SIGABRT, lean_panic_fn), an uncaught C++ exception terminates (SIGABRT).
+FAULTS_FROM_INPUT: frozenset[int] = frozenset(
+    {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP, signal.SIGABRT}
+)
+
+
+def from_outside(signum: int) -> bool:
+    """Only another process (or the host) sends `signum` (pure)."""
+    return signum in OUTSIDE_ONLY
+
+
+def trusted_signal_is_the_hosts(signum: int, outside: Callable[[int], bool] = from_outside) -> bool:
+    """For a trusted program (the judge, a checker, a trusted prebuild), which nothing can make
+    kill itself: a signal the grader did not send is the host's, unless it is a synchronous fault
+    its data can bring on (pure)."""
+    return outside(signum) or signum not in FAULTS_FROM_INPUT
 
 
 def oom_killer_acted(before: int | None) -> bool:
