@@ -36,7 +36,7 @@ from helpers import (
 )
 
 from lean_mod_add_proof.grading import cache as cachemod
-from lean_mod_add_proof.grading import hashing, pipeline, process, sandbox
+from lean_mod_add_proof.grading import hashing, pipeline, process, sandbox, workdirs
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.process import CommandOutcome
 from lean_mod_add_proof.grading.process import commands as commandsmod
@@ -293,6 +293,83 @@ def test_a_full_work_disk_is_not_judged_and_named(tmp_path: Path) -> None:
         res = got[case]
         assert res["judged"] is False, (case, res)  # type: ignore[index]
         assert res["reason"].startswith("could not judge: the work disk is full"), (case, res)  # type: ignore[index]
+
+
+@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_disk_full_while_the_build_ran_and_freed_before_it_ended_is_not_judged(
+    tmp_path: Path, mode: str
+) -> None:
+    """Issue 39 item 2, on a real tmpfs in a private mount namespace: while the build of a correct
+    proof runs, the host fills the work disk (as other grades can), the build's write fails with
+    Lean's own ENOSPC message, and the space comes back before the build ends (as the reaper
+    removes finished grades' directories). The disk was judged only after the build: it had room
+    again, and the grade was a rejection (0.0). The grade now watches the disk while the build
+    runs: could not judge. A submission printing the same words on a disk with room stays a
+    verdict."""
+    small = tmp_path / "small"
+    small.mkdir()
+    got = run_isolated(
+        ["-Urm"],
+        f"mount -t tmpfs -o size=400m tmpfs {small} &&",
+        f"""
+        import threading, time
+        small = Path({str(small)!r})
+        cfg = dict(work_root=small / "work", max_disk_mb=32, sandbox={mode!r})
+        warm = run(submission(), **cfg)
+
+        def host_fills_then_frees():
+            end = time.monotonic() + 60
+            while not list((small / "work").glob("*/package/.lake/ready")):
+                assert time.monotonic() < end
+                time.sleep(0.01)
+            with open(small / "fill", "wb") as f:  # the host fills the disk
+                try:
+                    while True:
+                        f.write(bytes(1 << 20)); f.flush()
+                except OSError:
+                    pass
+            while not list((small / "work").glob("*/package/.lake/double-eval-write")):
+                assert time.monotonic() < end
+                time.sleep(0.01)
+            time.sleep(0.5)  # the build's write has failed by now; it goes on elaborating
+            (small / "fill").unlink()  # room again, long before the build ends
+
+        host = threading.Thread(target=host_fills_then_frees)
+        host.start()
+        texts = ("build plant .lake/ready", "build sleep 1", "build eval-write 64", "build sleep 2")
+        filled = run(submission(*texts), **cfg)
+        host.join()
+        lie = "build fail resource exhausted (error code: 28, no space left on device)"
+        lies = run(submission(lie), **cfg)
+        print(json.dumps({{"warm": warm, "filled": filled, "lies": lies}}))
+        """,
+        tmp_path,
+    )
+    assert got["warm"]["accepted"], got  # type: ignore[index]
+    filled = got["filled"]
+    assert filled["judged"] is False, filled  # type: ignore[index]
+    reason = filled["reason"]  # type: ignore[index]
+    assert reason.startswith("could not judge: the work disk was full while it ran"), reason
+    assert "no space left on device" in reason, reason
+    lies = got["lies"]
+    assert lies["judged"] is True and not lies["accepted"], lies  # type: ignore[index]
+
+
+def test_lean_s_enospc_message_counts_only_beside_a_disk_that_was_low(tmp_path: Path) -> None:
+    """The low-water rule (pure): under the full mark, whatever the output; between it and the
+    ENOSPC mark, only with Lean's own message; with room to spare, never (the submission can
+    print Lean's words itself)."""
+    said = f"error: {steps.LEAN_ENOSPC}\n  file: .lake/x"
+    mib = 1 << 20
+    low = steps.LowWater(tmp_path, free_bytes=10 * mib, free_inodes=100)
+    assert "was full while it ran (10 MiB free" in (low.full_while_running("") or "")
+    low = steps.LowWater(tmp_path, free_bytes=100 * mib, free_inodes=100)
+    assert low.full_while_running("") is None
+    assert "nearly full while it ran (100 MiB" in (low.full_while_running(said) or "")
+    low = steps.LowWater(tmp_path, free_bytes=workdirs.ENOSPC_MARK_BYTES, free_inodes=100)
+    assert low.full_while_running(said) is None
+    assert "no free inode" in (steps.LowWater(tmp_path, 1 << 40, 0).full_while_running("") or "")
 
 
 async def test_enospc_anywhere_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,10 +13,12 @@ is then the single kernel check. What each step's failure is:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
@@ -44,6 +46,14 @@ from lean_mod_add_proof.grading.routes.core import (
 from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
+#: How often the work disk's free space is sampled while the submission's own code runs (its
+#: build and its export): the low-water mark a failure is judged by (`LowWater`).
+DISK_SAMPLE_S = 0.05
+#: What Lean prints for ENOSPC: `IO.Error.toString` (lean4 src/Init/System/IOError.lean) over
+#: `lean_decode_io_error` (src/runtime/io.cpp: ENOSPC is "resource exhausted"), as read in
+#: /work/notes/first-contact.md section (b). Text the submission can print too: it counts only
+#: beside a disk that really was low (`ENOSPC_MARK_BYTES`).
+LEAN_ENOSPC = "resource exhausted (error code: 28, no space left on device)"
 #: Set by the grader on the build's command line, never by the submission (the guard bans
 #: `set_option debug.*`): the judge's replay is then the single kernel check.
 SKIP_KERNEL_OPTION = "-Ddebug.skipKernelTC=true"
@@ -234,18 +244,19 @@ async def build(
     await workdirs.run_in_thread(pkgmod.write_submission, g.pkg, submission)
     g.fresh_tmp(pkgmod.BUILD_TMP)
     ooms = core.oom_kill_count()
-    out = g.record(
-        await compile_module(
-            g, env, g.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,), tmp_name=pkgmod.BUILD_TMP
+    async with watching_disk(g.grade_dir) as low:
+        out = g.record(
+            await compile_module(
+                g, env, g.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,), tmp_name=pkgmod.BUILD_TMP
+            )
         )
-    )
     errors = error_messages(out.text)
     g.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
     what = f"lean {pkgmod.SUBMISSION_PATH}"
     failure = await untrusted_failure(g, env, what, out, ooms)
     if failure is None and errors:  # exit 0 is not enough: the olean may be missing parts
         failure = f"build reported an error: {one_line(errors[0])}"
-    await raise_build_failure(g, failure, out)
+    await raise_build_failure(g, failure, out, low)
     try:
         changed = await asyncio.to_thread(pkgmod.verify_trusted, g.pkg, manifest)
     except OSError as exc:  # only the host's errors escape the re-hash (oserrors.host_errno)
@@ -253,6 +264,64 @@ async def build(
         raise not_judged("build", f"the trusted files could not be re-hashed: {why}") from None
     if changed:
         raise StageFailed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
+
+
+@dataclass
+class LowWater:
+    """The least free space and free inodes the work disk had while a command ran: sampled every
+    `DISK_SAMPLE_S`, and once before and after (issue 39: a disk that was full when the build
+    failed may have room again by the time the grader looks, as the reaper removes finished
+    grades' directories)."""
+
+    path: Path
+    free_bytes: int | None = None
+    free_inodes: int | None = None
+    """None: the filesystem counts no inodes (or was never asked)."""
+
+    def sample(self) -> None:
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return
+        free = st.f_bavail * st.f_frsize
+        self.free_bytes = free if self.free_bytes is None else min(self.free_bytes, free)
+        if st.f_files:
+            self.free_inodes = st.f_favail if self.free_inodes is None else min(self.free_inodes, st.f_favail)
+
+    def full_while_running(self, output: str) -> str | None:
+        """Why the disk counts as full while the command ran, or None (pure). `room_for_caps`
+        made sure before the build that nothing the submission may write within its caps brings
+        the disk to either mark, so reaching one is someone else's doing."""
+        if self.free_inodes == 0:
+            return f"the work disk was full while it ran (no free inode under {self.path})"
+        if self.free_bytes is None:
+            return None
+        lowest = f"{self.free_bytes >> 20} MiB free at the lowest, under {self.path}"
+        if self.free_bytes < workdirs.FULL_DISK_BYTES:
+            return f"the work disk was full while it ran ({lowest})"
+        if LEAN_ENOSPC in output and self.free_bytes < workdirs.ENOSPC_MARK_BYTES:
+            return f"the work disk was nearly full while it ran ({lowest}) and Lean reported no space left"
+        return None
+
+
+@contextlib.asynccontextmanager
+async def watching_disk(path: Path) -> AsyncIterator[LowWater]:
+    """Sample the free space under `path` while the body runs (on the event loop: a statvfs is a
+    few microseconds)."""
+    low = LowWater(path)
+    low.sample()
+
+    async def sampler() -> None:
+        while True:
+            await asyncio.sleep(DISK_SAMPLE_S)
+            low.sample()
+
+    task = asyncio.create_task(sampler())
+    try:
+        yield low
+    finally:
+        task.cancel()
+        low.sample()
 
 
 async def untrusted_failure(
@@ -282,11 +351,16 @@ async def untrusted_failure(
     return command_failure(what, out, g.config.timeout_s)
 
 
-async def raise_build_failure(g: Grade, failure: str | None, out: CommandOutcome) -> None:
-    """A failed build step is the submission's, unless the grade's disk is full."""
+async def raise_build_failure(
+    g: Grade, failure: str | None, out: CommandOutcome, low: LowWater | None = None
+) -> None:
+    """A failed build step is the submission's, unless the grade's disk was full while it ran
+    (`low`, its low-water mark) or is full now."""
     if failure is not None:
         if not out.timed_out and not out.limit_exceeded:
             assert g.grade_dir is not None
+            if low is not None and (was := low.full_while_running(out.text)) is not None:
+                raise not_judged("build", f"{was}; {failure}")
             if (full := await asyncio.to_thread(workdirs.disk_full, g.grade_dir)) is not None:
                 raise not_judged("build", f"{full}; {failure}")
         raise StageFailed("build", failure)
