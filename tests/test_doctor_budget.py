@@ -72,3 +72,21 @@ def test_the_work_disk_must_have_inodes_for_every_concurrent_grades_file_cap(tmp
     # Far past what is free: other processes on this disk create and delete files meanwhile.
     short = _checks(tmp_path, max_files=2 * st.f_favail + 10**6, max_concurrent=1)["work disk inodes"]
     assert not short.ok  # type: ignore[attr-defined]
+
+
+def test_doctor_says_whether_the_signal_filter_is_in_force_and_what_holds_without_it(tmp_path: Path) -> None:
+    """Issue 39: without libseccomp (or without the sandbox, which loads the filter) a SIGKILL
+    from outside the build is scored as the submission's; doctor says so, and why."""
+    from lean_mod_add_proof.cli.doctor import signal_filter_check
+    from lean_mod_add_proof.grading.signal_filter import SignalFilter, signal_filter
+
+    row = _checks(tmp_path, sandbox="off")["signal filter"]
+    assert not row.ok and "the sandbox is not in force" in row.detail  # type: ignore[attr-defined]
+    missing = signal_filter_check(SignalFilter(None, "libseccomp cannot be loaded (x)"), True)
+    assert not missing.ok and not missing.required
+    assert "libseccomp cannot be loaded" in missing.detail
+    assert "unless the kernel's OOM killer" in missing.detail
+    made = signal_filter()
+    if made.program is not None:
+        here = signal_filter_check(made, True)
+        assert here.ok and f"libseccomp {made.libseccomp}" in here.detail

@@ -77,7 +77,7 @@ def run_isolated(flags: list[str], prelude: str, body: str, tmp_path: Path) -> d
         sys.path.insert(0, {str(TESTS)!r})
         from pathlib import Path
         from helpers import double_config, grade_task, submission
-        from lean_mod_add_proof.grading import sandbox
+        from lean_mod_add_proof.grading import sandbox, workdirs
         from lean_mod_add_proof.grading.grader import grade
         tmp = Path({str(tmp_path)!r})
         def run(text, **cfg):
@@ -195,31 +195,50 @@ def oom_killer(monkeypatch: pytest.MonkeyPatch, acted: bool) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 @pytest.mark.parametrize("oom", [True, False], ids=["oom-killer", "not-the-oom-killer"])
-async def test_an_outside_sigkill_of_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, oom: bool
+async def test_a_signal_from_outside_to_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, signum: int, oom: bool
 ) -> None:
-    """Something outside the grader SIGKILLs the build (here: the test). If the kernel's OOM
-    killer acted meanwhile, that is the host's and "could not judge"; if it did not, the SIGKILL
-    came from the build's own code (which may run at build time, whatever the guard says) and
-    is a verdict, or a submission could dodge its rejection by killing itself."""
+    """Something outside the grader (here the test; the OOM killer, systemd-oomd, earlyoom, a job
+    scheduler, an operator's `kill`) signals the build of a correct proof. Sandboxed, the build
+    runs under the signal filter (grading/signal_filter.py): it cannot have sent itself that
+    signal, nor exited with the status that reads as it, so the signal is the host's: could not
+    judge, naming it (issue 39 item 1; before, a SIGKILL was 0.0 unless the OOM counter moved, and
+    a SIGTERM always). Unsandboxed there is no filter, and what holds without it holds: only the
+    OOM killer's SIGKILL is provably the host's; any other is the submission's (a verdict), or a
+    submission could choose "could not judge" by killing itself (docs/trust-model.md)."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # the cache is warm
     oom_killer(monkeypatch, oom)
-    mark = f"{random.randint(20, 29)}.{random.randint(10**6, 10**7 - 1)}"
-    job = asyncio.create_task(run_double(submission(f"build sleep {mark}"), tmp_path, sandbox=mode))
-    end = time.monotonic() + 30
-    sleeper: list[int] = []
-    while not (sleeper := [p for p in processes_with(mark) if cmdline(p) == f"sleep\0{mark}\0".encode()]):
-        assert time.monotonic() < end and not job.done(), "the build never started"
-        await asyncio.sleep(0.02)
-    build = ppid(sleeper[0])  # the double's `lean`: the command the grader started (in bwrap: its child)
-    os.kill(build, signal.SIGKILL)
-    res = await job
-    assert res.failed_stage == "build" and not res.accepted
-    if oom:
+    res = await killed_while_running(tmp_path, mode, "build sleep", signum)
+    assert res.failed_stage == "build" and not res.accepted  # type: ignore[attr-defined]
+    named = f"killed by signal {int(signum)}, {signal.Signals(signum).name}"
+    if mode == "on":
+        not_judged(res, named, "from outside the grader")
+        if oom and signum == signal.SIGKILL:
+            not_judged(res, "the host's OOM killer")
+    elif oom and signum == signal.SIGKILL:
         not_judged(res, "killed by the host's OOM killer")
+    elif signum == signal.SIGKILL:
+        assert res.judged and "neither the grader nor the OOM killer" in res.reason, res.reason  # type: ignore[attr-defined]
     else:
-        assert res.judged and "neither the grader nor the OOM killer" in res.reason, res.reason
-    assert await wait_gone(mark) == []
+        assert res.judged and named in res.reason, res.reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "directive", ["killself KILL", "killself TERM", "killself ABRT", "exit 137", "exit 143"]
+)
+async def test_a_submission_cannot_make_its_build_look_killed_from_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, directive: str
+) -> None:
+    """The other side of the rule: build-time code sending itself a signal that only comes from
+    outside, or exiting with the status bwrap reports for one (128 + N), gets a verdict, never
+    could-not-judge. Sandboxed, the filter refuses the signal (the build then fails on its own
+    error) and turns such an exit into SIGSYS; SIGABRT (Lean's own `abort()`) goes through."""
+    oom_killer(monkeypatch, False)
+    res = await run_double(submission(f"build {directive}"), tmp_path, sandbox=mode)
+    assert res.judged and not res.accepted and res.failed_stage == "build", res.reason
 
 
 def cmdline(pid: int) -> bytes:
@@ -340,6 +359,7 @@ def test_a_disk_full_while_the_build_ran_and_freed_before_it_ended_is_not_judged
         texts = ("build plant .lake/ready", "build sleep 1", "build eval-write 64", "build sleep 2")
         filled = run(submission(*texts), **cfg)
         host.join()
+        workdirs.wait_reaped(60)
         lie = "build fail resource exhausted (error code: 28, no space left on device)"
         lies = run(submission(lie), **cfg)
         print(json.dumps({{"warm": warm, "filled": filled, "lies": lies}}))
@@ -730,6 +750,7 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> N
         small = Path({str(small)!r})
         cfg = dict(work_root=small / "work", max_files=1000, max_disk_mb=64, sandbox={mode!r})
         flood = run(submission("build manyfiles 5000"), **cfg)
+        workdirs.wait_reaped(60)  # the flood's directory is removed off the grade's path
         honest = run(submission(), **cfg)
         print(json.dumps({{"flood": flood, "honest": honest}}))
         """,

@@ -18,6 +18,7 @@ from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.result import GraderConfig
+from lean_mod_add_proof.grading.signal_filter import SignalFilter
 
 #: What each sandbox mode means in force, for the report.
 SANDBOX_IN_FORCE = {"on": "required", "auto": "used where it works", "off": "never used"}
@@ -269,8 +270,37 @@ def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: 
     )
 
 
+#: What grading falls back to without the signal filter, said once for doctor and the docs.
+SIGNAL_FALLBACK = (
+    "a SIGKILL from outside the grader (systemd-oomd, earlyoom, a job scheduler, an operator) or a "
+    "SIGTERM ending the build or the export is then the submission's (a 0.0), unless the kernel's "
+    "OOM killer acted meanwhile: without the filter the grader cannot tell it from the "
+    "submission killing itself, and a submission must never be able to choose could-not-judge"
+)
+
+
+def signal_filter_check(made: SignalFilter, sandboxed: bool) -> Check:
+    """Whether the build and the export run under the seccomp filter that makes a signal from
+    outside provably the host's (grading/signal_filter.py), and what holds without it (pure)."""
+    if made.program is not None and sandboxed:
+        return Check(
+            "signal filter",
+            True,
+            f"libseccomp {made.libseccomp}: the build and the export cannot send themselves a signal "
+            "that only comes from outside (SIGKILL, SIGTERM, ...), so one that ends them is the host's",
+        )
+    why = made.why_not if made.program is None else "the sandbox is not in force (bwrap loads the filter)"
+    return Check(
+        "signal filter",
+        False,
+        f"not in force: {why}; {SIGNAL_FALLBACK}",
+        "install libseccomp (`apt-get install libseccomp2`) and use the sandbox",
+        required=False,
+    )
+
+
 def doctor_checks(config: GraderConfig) -> list[Check]:
-    from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
+    from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, signal_filter, toolchain
     from lean_mod_add_proof.grading import kernels as kernelsmod
     from lean_mod_add_proof.grading.routes.replay import JUDGE_MEMORY_MB
     from lean_mod_add_proof.grading.toolchain import INSTALL_FIX
@@ -322,6 +352,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         detail += "; every grade is could-not-judge until this is fixed"
     checks.append(Check("sandbox (bwrap)", probe.available or mode == "off", detail, SANDBOX_FIX))
     checks.append(userns_check(userns_facts(), mode))
+    checks.append(signal_filter_check(signal_filter.signal_filter(), used))
     prlimit = process.find_prlimit()
     checks.append(
         Check(

@@ -9,6 +9,7 @@ the grader caused. Nothing here decides which; each step says so where it raises
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,7 @@ from lean_mod_add_proof.grading.process import (
 )
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout
+from lean_mod_add_proof.grading.signal_filter import program_fd as signal_filter_fd
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 OnStage = Callable[[str], None]
@@ -155,6 +157,15 @@ class CommandEnv:
     sandboxed: bool
     bwrap: str | None
     prlimit: str
+    signal_filter: bytes | None = None
+    """The seccomp program the sandbox loads for the submission's own commands
+    (`signal_filter.py`); None without the sandbox, or where libseccomp cannot make it."""
+
+    @property
+    def filters_signals(self) -> bool:
+        """The submission's own commands run under the signal filter: a signal from outside that
+        ends one of them is provably not its own doing."""
+        return self.sandboxed and self.signal_filter is not None
 
     def limits(
         self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
@@ -193,17 +204,23 @@ class CommandEnv:
         memory_extra_mb: int = 0,
         extra_env: Mapping[str, str] | None = None,
         stdout_fd: int | None = None,
+        untrusted: bool = False,
     ) -> CommandOutcome:
         """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
         binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
         Temporary files go to the grade's own `tmp_name` directory (bound as /tmp in the
-        sandbox), so the disk cap counts them and nothing is left on the host."""
+        sandbox), so the disk cap counts them and nothing is left on the host. `untrusted`: the
+        command runs the submission's code (the build, the export): the sandbox loads the signal
+        filter for it (`filters_signals`)."""
         tmp_dir = grade_dir / tmp_name
         env = child_env(cwd, self.toolchain.dir / "bin", tmpdir=Path("/tmp") if self.sandboxed else tmp_dir)
         env["LEAN_PATH"] = pkgmod.lean_path(self.toolchain.dir, *search_path)
         env["LEAN_NUM_THREADS"] = str(self.config.threads)  # read by compiled executables only
         env.update(extra_env or {})
         full = list(argv)
+        seccomp_fd = None
+        if self.sandboxed and untrusted and self.signal_filter is not None:
+            seccomp_fd = signal_filter_fd(self.signal_filter)
         if self.sandboxed:
             assert self.bwrap is not None
             if writable:
@@ -220,6 +237,7 @@ class CommandEnv:
                     readonly_files=ro,
                     env=env,
                     tmp_dir=tmp_dir,
+                    seccomp_fd=seccomp_fd,
                 )
                 + full
             )
@@ -243,11 +261,15 @@ class CommandEnv:
                 record_argv=argv,
                 scope=workdirs.work_scope(self.config.work_root),
                 stdout_fd=stdout_fd,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
         except HostFault as fault:
             if fault.sandbox:
                 forget_probe()  # the next grade probes bwrap again before it trusts it
             raise
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)  # bwrap has its own copy (read and closed there)
 
 
 class Grade:

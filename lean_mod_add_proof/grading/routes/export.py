@@ -68,28 +68,28 @@ class ExportRoute(ReplayRoute):
         argv = [str(self.leanexport), SUBMISSION_MODULE, "--", theorem_name(g.task.p)]
         ooms = core.oom_kill_count()
         try:
-            async with steps.watching_disk(g.grade_dir) as low:
-                out = g.record(
-                    await env.run(
-                        "build",
-                        argv,
-                        g.pkg,
-                        deadline,
-                        search_path=[g.pkg / pkgmod.LIB_DIR],
-                        grade_dir=g.grade_dir,
-                        writable=False,
-                        tmp_name=pkgmod.EXPORT_TMP,
-                        # A panic aborts, as `lake comparator` exports; LEAN_SYSROOT spares the
-                        # exporter's `findSysroot` a `lean --print-prefix` child (lean4
-                        # src/Lean/Util/Path.lean: "LEAN_SYSROOT ... takes precedence").
-                        extra_env={"LEAN_ABORT_ON_PANIC": "1", "LEAN_SYSROOT": str(env.toolchain.dir)},
-                        stdout_fd=fd,
-                    )
+            out = g.record(
+                await env.run(
+                    "build",
+                    argv,
+                    g.pkg,
+                    deadline,
+                    search_path=[g.pkg / pkgmod.LIB_DIR],
+                    grade_dir=g.grade_dir,
+                    writable=False,
+                    tmp_name=pkgmod.EXPORT_TMP,
+                    # A panic aborts, as `lake comparator` exports; LEAN_SYSROOT spares the
+                    # exporter's `findSysroot` a `lean --print-prefix` child (lean4
+                    # src/Lean/Util/Path.lean: "LEAN_SYSROOT ... takes precedence").
+                    extra_env={"LEAN_ABORT_ON_PANIC": "1", "LEAN_SYSROOT": str(env.toolchain.dir)},
+                    stdout_fd=fd,
+                    untrusted=True,
                 )
+            )
         finally:
             os.close(fd)
         failure = await steps.untrusted_failure(g, env, f"leanexport {SUBMISSION_MODULE}", out, ooms)
-        await steps.raise_build_failure(g, failure, out, low)
+        await steps.raise_build_failure(g, failure, out)
         if edit is not None:  # the self-test's crafted exports only
             text = await asyncio.to_thread(path.read_text, encoding="utf-8")
             await asyncio.to_thread(path.write_text, edit(text), encoding="utf-8")

@@ -13,11 +13,10 @@ is then the single kernel check. What each step's failure is:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,11 +43,9 @@ from lean_mod_add_proof.grading.routes.core import (
     not_judged,
 )
 from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox
+from lean_mod_add_proof.grading.signal_filter import signal_filter
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
-#: How often the work disk's free space is sampled while the submission's own code runs (its
-#: build and its export): the low-water mark a failure is judged by (`LowWater`).
-DISK_SAMPLE_S = 0.05
 #: What Lean prints for ENOSPC: `IO.Error.toString` (lean4 src/Init/System/IOError.lean) over
 #: `lean_decode_io_error` (src/runtime/io.cpp: ENOSPC is "resource exhausted"), as read in
 #: /work/notes/first-contact.md section (b). Text the submission can print too: it counts only
@@ -114,7 +111,10 @@ async def locate(g: Grade) -> CommandEnv:
     if prlimit is None:
         raise not_judged("toolchain", "prlimit (util-linux) not found; it enforces the file-size cap")
     g.result.sandboxed = use
-    return CommandEnv(found, config, use, probe.bwrap if probe else None, prlimit)
+    # Compiled once per process; where libseccomp cannot make it, the attribution without it
+    # holds (`untrusted_failure`) and `doctor` says so.
+    program = (await asyncio.to_thread(signal_filter)).program if use else None
+    return CommandEnv(found, config, use, probe.bwrap if probe else None, prlimit, program)
 
 
 async def compile_module(
@@ -127,8 +127,10 @@ async def compile_module(
     *,
     trusted: bool = False,
     tmp_name: str = pkgmod.GRADE_TMP,
+    untrusted: bool = False,
 ) -> CommandOutcome:
-    """`lean -o/-i` one module inside package `where`, the package's own lib on the path."""
+    """`lean -o/-i` one module inside package `where`, the package's own lib on the path
+    (`untrusted`: the submission's own module, built under the signal filter)."""
     # Waited for even when cancelled, so it cannot recreate a directory after clean-up.
     await workdirs.run_in_thread(
         (where / pkgmod.module_output(module, "olean")).parent.mkdir, parents=True, exist_ok=True
@@ -145,6 +147,7 @@ async def compile_module(
         writable=True,
         trusted=trusted,
         tmp_name=tmp_name,
+        untrusted=untrusted,
     )
 
 
@@ -244,19 +247,25 @@ async def build(
     await workdirs.run_in_thread(pkgmod.write_submission, g.pkg, submission)
     g.fresh_tmp(pkgmod.BUILD_TMP)
     ooms = core.oom_kill_count()
-    async with watching_disk(g.grade_dir) as low:
-        out = g.record(
-            await compile_module(
-                g, env, g.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,), tmp_name=pkgmod.BUILD_TMP
-            )
+    out = g.record(
+        await compile_module(
+            g,
+            env,
+            g.pkg,
+            SUBMISSION_MODULE,
+            deadline,
+            (SKIP_KERNEL_OPTION,),
+            tmp_name=pkgmod.BUILD_TMP,
+            untrusted=True,
         )
+    )
     errors = error_messages(out.text)
     g.result.lean_errors = errors[:LEAN_ERRORS_KEPT]
     what = f"lean {pkgmod.SUBMISSION_PATH}"
     failure = await untrusted_failure(g, env, what, out, ooms)
     if failure is None and errors:  # exit 0 is not enough: the olean may be missing parts
         failure = f"build reported an error: {one_line(errors[0])}"
-    await raise_build_failure(g, failure, out, low)
+    await raise_build_failure(g, failure, out)
     try:
         changed = await asyncio.to_thread(pkgmod.verify_trusted, g.pkg, manifest)
     except OSError as exc:  # only the host's errors escape the re-hash (oserrors.host_errno)
@@ -266,27 +275,21 @@ async def build(
         raise StageFailed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class LowWater:
-    """The least free space and free inodes the work disk had while a command ran: sampled every
-    `DISK_SAMPLE_S`, and once before and after (issue 39: a disk that was full when the build
-    failed may have room again by the time the grader looks, as the reaper removes finished
-    grades' directories)."""
+    """The least free space and free inodes the work disk had while a command ran: the process
+    watcher's low-water mark, sampled at each of its polls (`CommandOutcome.low_free_bytes`;
+    issue 39: a disk that was full when the build failed may have room again by the time the
+    grader looks, as the reaper removes finished grades' directories)."""
 
     path: Path
     free_bytes: int | None = None
     free_inodes: int | None = None
     """None: the filesystem counts no inodes (or was never asked)."""
 
-    def sample(self) -> None:
-        try:
-            st = os.statvfs(self.path)
-        except OSError:
-            return
-        free = st.f_bavail * st.f_frsize
-        self.free_bytes = free if self.free_bytes is None else min(self.free_bytes, free)
-        if st.f_files:
-            self.free_inodes = st.f_favail if self.free_inodes is None else min(self.free_inodes, st.f_favail)
+    @classmethod
+    def of(cls, path: Path, out: CommandOutcome) -> LowWater:
+        return cls(path, out.low_free_bytes, out.low_free_inodes)
 
     def full_while_running(self, output: str) -> str | None:
         """Why the disk counts as full while the command ran, or None (pure). `room_for_caps`
@@ -304,62 +307,50 @@ class LowWater:
         return None
 
 
-@contextlib.asynccontextmanager
-async def watching_disk(path: Path) -> AsyncIterator[LowWater]:
-    """Sample the free space under `path` while the body runs (on the event loop: a statvfs is a
-    few microseconds)."""
-    low = LowWater(path)
-    low.sample()
-
-    async def sampler() -> None:
-        while True:
-            await asyncio.sleep(DISK_SAMPLE_S)
-            low.sample()
-
-    task = asyncio.create_task(sampler())
-    try:
-        yield low
-    finally:
-        task.cancel()
-        low.sample()
-
-
 async def untrusted_failure(
     g: Grade, env: CommandEnv, what: str, out: CommandOutcome, ooms: int | None
 ) -> str | None:
     """Why a command that ran the submission's code (the build, the export) failed, or None;
-    raises for a SIGKILL the grader did not send (the host's, or the submission's own)."""
-    if out.record.signal == signal.SIGKILL and not out.timed_out and not out.limit_exceeded:
+    raises for a signal from outside the grader (the host's, or the submission's own)."""
+    signum = out.record.signal
+    if signum is not None and core.from_outside(signum) and not out.timed_out and not out.limit_exceeded:
         # The grader's own kills are its deadline and its caps (cancellation propagates): this
-        # SIGKILL came from outside. A tree seen over its memory cap makes it the submission's
-        # doing; so does a SIGKILL while the kernel's OOM killer did not act (build-time code
-        # killing itself, to dodge its verdict). The OOM killer acting is the host's.
+        # signal came from outside the grader. A tree seen over its memory cap makes a SIGKILL
+        # the submission's doing (the OOM killer raced the cap).
         assert g.grade_dir is not None
         cap = env.limits(g.grade_dir).memory_mb
-        if out.peak_rss_mb > cap:
+        if signum == signal.SIGKILL and out.peak_rss_mb > cap:
             over = f"memory cap exceeded ({out.peak_rss_mb} MiB > {cap} MiB)"
             raise StageFailed("build", f"{what} stopped: {over}")
-        if core.oom_killer_acted(ooms):
+        oom = signum == signal.SIGKILL and core.oom_killer_acted(ooms)
+        by = f"the host's OOM killer, at {out.peak_rss_mb} MiB of its {cap} MiB memory cap" if oom else ""
+        if env.filters_signals:
+            # Under the signal filter the submission cannot send itself this signal, nor exit
+            # with the status that reads as it (signal_filter.py): the host sent it.
             raise not_judged(
                 "build",
-                f"{what} was killed by the host's OOM killer, at {out.peak_rss_mb} MiB of its "
-                f"{cap} MiB memory cap",
+                f"{what} was killed by {core.signal_name(signum)} from outside the grader"
+                + (f" ({by})" if by else ""),
             )
-        raise StageFailed(
-            "build", f"{what} was killed by a SIGKILL that neither the grader nor the OOM killer sent"
-        )
+        # Without the filter (sandbox off, or no libseccomp) the grader cannot tell the host's
+        # signal from the submission killing itself: only the OOM killer's is provably the host's,
+        # and a submission must never be able to choose "could not judge" (docs/trust-model.md).
+        if oom:
+            raise not_judged("build", f"{what} was killed by {by}")
+        if signum == signal.SIGKILL:
+            raise StageFailed(
+                "build", f"{what} was killed by a SIGKILL that neither the grader nor the OOM killer sent"
+            )
     return command_failure(what, out, g.config.timeout_s)
 
 
-async def raise_build_failure(
-    g: Grade, failure: str | None, out: CommandOutcome, low: LowWater | None = None
-) -> None:
+async def raise_build_failure(g: Grade, failure: str | None, out: CommandOutcome) -> None:
     """A failed build step is the submission's, unless the grade's disk was full while it ran
-    (`low`, its low-water mark) or is full now."""
+    (the watcher's low-water mark) or is full now."""
     if failure is not None:
         if not out.timed_out and not out.limit_exceeded:
             assert g.grade_dir is not None
-            if low is not None and (was := low.full_while_running(out.text)) is not None:
+            if (was := LowWater.of(g.grade_dir, out).full_while_running(out.text)) is not None:
                 raise not_judged("build", f"{was}; {failure}")
             if (full := await asyncio.to_thread(workdirs.disk_full, g.grade_dir)) is not None:
                 raise not_judged("build", f"{full}; {failure}")
