@@ -38,6 +38,7 @@ from lean_mod_add_proof.grading.result import (
     GraderConfig,
     GradeResult,
     GraderSettings,
+    checked_setting,
     flag_name,
     verdict_exit_code,
 )
@@ -102,6 +103,29 @@ class LeanData(vf.TaskData):
     """The rollout's box is this machine (subprocess runtime), so host paths mean the same in it."""
 
 
+def read_task_timeouts(path: Path) -> dict[str, float]:
+    """`read_timeouts`, with every limit checked as the `timeout_s` setting is (its bounds), and
+    whatever the file's bytes can raise reported as one TimeoutsFileError naming the file: a
+    deeply nested document (RecursionError), bytes that are not UTF-8 (UnicodeDecodeError), an
+    integer longer than Python converts (ValueError)."""
+    try:
+        limits = read_timeouts(path)
+    except TimeoutsFileError:
+        raise
+    except RecursionError:
+        raise TimeoutsFileError(f"{path}: not JSON (nested too deeply)") from None
+    except UnicodeDecodeError as exc:
+        raise TimeoutsFileError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:
+        raise TimeoutsFileError(f"{path}: not JSON ({' '.join(str(exc).split())[:200]})") from None
+    for task_id, seconds in limits.items():
+        try:
+            checked_setting("timeout_s", seconds)
+        except ValueError as exc:
+            raise TimeoutsFileError(f"{path}: timeouts.{task_id}: {exc}") from None
+    return limits
+
+
 class LeanTaskConfig(vf.TaskConfig, GraderSettings):
     """How submissions are graded (vf-eval `--env.taskset.task.*`, vf-validate `--taskset.task.*`):
     every grader setting (defined once, in `GraderSettings`) plus what the taskset does when the
@@ -130,7 +154,7 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
             return None
         value = value.expanduser().resolve()
         try:
-            read_timeouts(value)
+            read_task_timeouts(value)
         except TimeoutsFileError as exc:
             raise ValueError(f"not a usable timeouts file: {exc}") from None
         return value
@@ -139,7 +163,8 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
         """This config with the task's own `timeout_s` from `limits`, if it has one."""
         if task_id not in limits:
             return self
-        return self.model_copy(update={"timeout_s": limits[task_id]})
+        # model_copy validates nothing: the value gets the setting's own check (its bounds).
+        return self.model_copy(update={"timeout_s": checked_setting("timeout_s", limits[task_id])})
 
     @model_validator(mode="after")
     def _feedback_grades_on_the_host(self) -> LeanTaskConfig:
@@ -613,7 +638,7 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
             raise ValueError(f"no task in {tasks_dir} matches split={cfg.split!r}, max_p={cfg.max_p}")
         self.preflight()
         network = read_verbatim(NETWORK_LEAN_PATH)
-        limits = read_timeouts(cfg.task.timeouts) if cfg.task.timeouts is not None else {}
+        limits = read_task_timeouts(cfg.task.timeouts) if cfg.task.timeouts is not None else {}
         image = (cfg.image or None) if cfg.task.grade_in == "runtime" and not self.local_boxes else None
         for r in records:
             task_cfg = cfg.task.for_task(r.id, limits)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import needs_bwrap, run_double, submission
 
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import hashing, workdirs
@@ -571,3 +572,41 @@ async def test_cancelled_checks_leave_no_entry_held(tmp_path: Path) -> None:
     (entry_dir / "manifest.json").write_text("[]")
     assert (await cachemod.ensure_entry(root, KEY, SOURCES, FakePrebuild())).status == "built"
     assert temp_dirs(root) == []  # the discarded entry was deleted at once: nobody held it
+
+
+# ---- the copy into a grade checks what it copies (issue 39 item 3) -------------------------------
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("on", marks=needs_bwrap)])
+@pytest.mark.parametrize("change", ["rewritten", "added", "removed"])
+async def test_an_entry_changed_between_its_check_and_the_copy_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, change: str
+) -> None:
+    """The cache entry is checked (its pin's hash), then a trusted output changes before the grade
+    copies it (here the test changes it; a disk fault or another process could). The copy used to
+    take whatever was there, and the change was found only after the build, as "trusted file
+    changed during the build": a rejection of a correct proof. The copy now hashes what it copies
+    against the manifest: a difference is the host's, before anything of the submission ran."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # the entry exists
+    real = cachemod.ensure_entry
+
+    async def changed_after_the_check(*args: object, **kwargs: object) -> cachemod.CacheEntry:
+        entry = await real(*args, **kwargs)  # type: ignore[arg-type]
+        weights = next(entry.package.rglob("Weights.olean"))
+        if change == "rewritten":
+            with open(weights, "r+b") as f:  # same size, in place
+                first = f.read(1)
+                f.seek(0)
+                f.write(bytes([first[0] ^ 1]))
+        elif change == "added":
+            weights.with_name("Planted.olean").write_bytes(b"x")
+        else:
+            weights.with_name("Weights.ilean").unlink()
+        return entry
+
+    monkeypatch.setattr(cachemod, "ensure_entry", changed_after_the_check)
+    res = await run_double(submission(), tmp_path, sandbox=mode)
+    assert res.judged is False and not res.accepted, res.reason
+    assert res.reason.startswith("could not judge: the cache entry changed while it was copied"), res.reason
+    assert res.failed_stage == "build"
+    assert not any(c.argv and c.argv[-1].endswith("Submission.lean") for c in res.commands)  # no build ran

@@ -40,10 +40,17 @@ def test_the_memory_budget_counts_the_judges_allowance_and_the_judge_is_named(tm
     assert "+ the judge's own 1536" in off["memory budget"].detail  # type: ignore[attr-defined]
 
 
-def test_the_work_disk_must_hold_every_concurrent_grades_disk_cap(tmp_path: Path) -> None:
+def test_the_work_disk_must_hold_every_grade_directory_it_may_hold_at_once(tmp_path: Path) -> None:
+    """Each running grade's disk cap and its verdict copies (an export, or the olean and ilean, up to
+    256 MiB each), for the grades running and for the finished ones the reaper has queued (issue 39:
+    neither was counted), and the low-water mark a grade needs beyond its cap."""
     free_mb = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize >> 20
     fits = _checks(tmp_path, max_disk_mb=16, max_concurrent=1)["work disk"]
-    assert fits.ok and "max_disk_mb 16 x 1 concurrent grades = 16 MiB" in fits.detail  # type: ignore[attr-defined]
+    assert (
+        "(max_disk_mb 16 + verdict copies 512) x (1 concurrent grades + 64 finished, awaiting removal) "
+        "+ 256 = 34576 MiB" in fits.detail  # type: ignore[attr-defined]
+    )
+    assert fits.ok is (free_mb >= 34576)  # type: ignore[attr-defined]
     too_big = max(16, free_mb + 1024)
     short = _checks(tmp_path, max_disk_mb=too_big, max_concurrent=1)["work disk"]
     assert not short.ok  # type: ignore[attr-defined]
@@ -57,8 +64,29 @@ def test_the_work_disk_must_have_inodes_for_every_concurrent_grades_file_cap(tmp
     if not st.f_files:
         assert row.ok and "reports no inode limit" in row.detail  # type: ignore[attr-defined]
         return
-    assert "max_files 100 x 2 concurrent grades = 200" in row.detail  # type: ignore[attr-defined]
-    assert "inodes free" in row.detail and row.ok is (st.f_favail >= 200)  # type: ignore[attr-defined]
+    needed = 100 * (2 + 64)  # the finished directories awaiting removal count too (issue 39)
+    assert f"max_files 100 x (2 concurrent grades + 64 finished, awaiting removal) = {needed}" in (
+        row.detail  # type: ignore[attr-defined]
+    )
+    assert "inodes free" in row.detail and row.ok is (st.f_favail >= needed)  # type: ignore[attr-defined]
     # Far past what is free: other processes on this disk create and delete files meanwhile.
     short = _checks(tmp_path, max_files=2 * st.f_favail + 10**6, max_concurrent=1)["work disk inodes"]
     assert not short.ok  # type: ignore[attr-defined]
+
+
+def test_doctor_says_whether_the_signal_filter_is_in_force_and_what_holds_without_it(tmp_path: Path) -> None:
+    """Issue 39: without libseccomp (or without the sandbox, which loads the filter) a SIGKILL
+    from outside the build is scored as the submission's; doctor says so, and why."""
+    from lean_mod_add_proof.cli.doctor import signal_filter_check
+    from lean_mod_add_proof.grading.signal_filter import SignalFilter, signal_filter
+
+    row = _checks(tmp_path, sandbox="off")["signal filter"]
+    assert not row.ok and "the sandbox is not in force" in row.detail  # type: ignore[attr-defined]
+    missing = signal_filter_check(SignalFilter(None, "libseccomp cannot be loaded (x)"), True)
+    assert not missing.ok and not missing.required
+    assert "libseccomp cannot be loaded" in missing.detail
+    assert "unless the kernel's OOM killer" in missing.detail
+    made = signal_filter()
+    if made.program is not None:
+        here = signal_filter_check(made, True)
+        assert here.ok and f"libseccomp {made.libseccomp}" in here.detail

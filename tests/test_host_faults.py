@@ -36,7 +36,7 @@ from helpers import (
 )
 
 from lean_mod_add_proof.grading import cache as cachemod
-from lean_mod_add_proof.grading import hashing, pipeline, process, sandbox
+from lean_mod_add_proof.grading import hashing, pipeline, process, sandbox, workdirs
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.process import CommandOutcome
 from lean_mod_add_proof.grading.process import commands as commandsmod
@@ -77,7 +77,7 @@ def run_isolated(flags: list[str], prelude: str, body: str, tmp_path: Path) -> d
         sys.path.insert(0, {str(TESTS)!r})
         from pathlib import Path
         from helpers import double_config, grade_task, submission
-        from lean_mod_add_proof.grading import sandbox
+        from lean_mod_add_proof.grading import sandbox, workdirs
         from lean_mod_add_proof.grading.grader import grade
         tmp = Path({str(tmp_path)!r})
         def run(text, **cfg):
@@ -195,31 +195,50 @@ def oom_killer(monkeypatch: pytest.MonkeyPatch, acted: bool) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 @pytest.mark.parametrize("oom", [True, False], ids=["oom-killer", "not-the-oom-killer"])
-async def test_an_outside_sigkill_of_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, oom: bool
+async def test_a_signal_from_outside_to_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, signum: int, oom: bool
 ) -> None:
-    """Something outside the grader SIGKILLs the build (here: the test). If the kernel's OOM
-    killer acted meanwhile, that is the host's and "could not judge"; if it did not, the SIGKILL
-    came from the build's own code (which may run at build time, whatever the guard says) and
-    is a verdict, or a submission could dodge its rejection by killing itself."""
+    """Something outside the grader (here the test; the OOM killer, systemd-oomd, earlyoom, a job
+    scheduler, an operator's `kill`) signals the build of a correct proof. Sandboxed, the build
+    runs under the signal filter (grading/signal_filter.py): it cannot have sent itself that
+    signal, nor exited with the status that reads as it, so the signal is the host's: could not
+    judge, naming it (issue 39 item 1; before, a SIGKILL was 0.0 unless the OOM counter moved, and
+    a SIGTERM always). Unsandboxed there is no filter, and what holds without it holds: only the
+    OOM killer's SIGKILL is provably the host's; any other is the submission's (a verdict), or a
+    submission could choose "could not judge" by killing itself (docs/trust-model.md)."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # the cache is warm
     oom_killer(monkeypatch, oom)
-    mark = f"{random.randint(20, 29)}.{random.randint(10**6, 10**7 - 1)}"
-    job = asyncio.create_task(run_double(submission(f"build sleep {mark}"), tmp_path, sandbox=mode))
-    end = time.monotonic() + 30
-    sleeper: list[int] = []
-    while not (sleeper := [p for p in processes_with(mark) if cmdline(p) == f"sleep\0{mark}\0".encode()]):
-        assert time.monotonic() < end and not job.done(), "the build never started"
-        await asyncio.sleep(0.02)
-    build = ppid(sleeper[0])  # the double's `lean`: the command the grader started (in bwrap: its child)
-    os.kill(build, signal.SIGKILL)
-    res = await job
-    assert res.failed_stage == "build" and not res.accepted
-    if oom:
+    res = await killed_while_running(tmp_path, mode, "build sleep", signum)
+    assert res.failed_stage == "build" and not res.accepted  # type: ignore[attr-defined]
+    named = f"killed by signal {int(signum)}, {signal.Signals(signum).name}"
+    if mode == "on":
+        not_judged(res, named, "from outside the grader")
+        if oom and signum == signal.SIGKILL:
+            not_judged(res, "the host's OOM killer")
+    elif oom and signum == signal.SIGKILL:
         not_judged(res, "killed by the host's OOM killer")
+    elif signum == signal.SIGKILL:
+        assert res.judged and "neither the grader nor the OOM killer" in res.reason, res.reason  # type: ignore[attr-defined]
     else:
-        assert res.judged and "neither the grader nor the OOM killer" in res.reason, res.reason
-    assert await wait_gone(mark) == []
+        assert res.judged and named in res.reason, res.reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "directive", ["killself KILL", "killself TERM", "killself ABRT", "exit 137", "exit 143"]
+)
+async def test_a_submission_cannot_make_its_build_look_killed_from_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, directive: str
+) -> None:
+    """The other side of the rule: build-time code sending itself a signal that only comes from
+    outside, or exiting with the status bwrap reports for one (128 + N), gets a verdict, never
+    could-not-judge. Sandboxed, the filter refuses the signal (the build then fails on its own
+    error) and turns such an exit into SIGSYS; SIGABRT (Lean's own `abort()`) goes through."""
+    oom_killer(monkeypatch, False)
+    res = await run_double(submission(f"build {directive}"), tmp_path, sandbox=mode)
+    assert res.judged and not res.accepted and res.failed_stage == "build", res.reason
 
 
 def cmdline(pid: int) -> bytes:
@@ -293,6 +312,84 @@ def test_a_full_work_disk_is_not_judged_and_named(tmp_path: Path) -> None:
         res = got[case]
         assert res["judged"] is False, (case, res)  # type: ignore[index]
         assert res["reason"].startswith("could not judge: the work disk is full"), (case, res)  # type: ignore[index]
+
+
+@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_disk_full_while_the_build_ran_and_freed_before_it_ended_is_not_judged(
+    tmp_path: Path, mode: str
+) -> None:
+    """Issue 39 item 2, on a real tmpfs in a private mount namespace: while the build of a correct
+    proof runs, the host fills the work disk (as other grades can), the build's write fails with
+    Lean's own ENOSPC message, and the space comes back before the build ends (as the reaper
+    removes finished grades' directories). The disk was judged only after the build: it had room
+    again, and the grade was a rejection (0.0). The grade now watches the disk while the build
+    runs: could not judge. A submission printing the same words on a disk with room stays a
+    verdict."""
+    small = tmp_path / "small"
+    small.mkdir()
+    got = run_isolated(
+        ["-Urm"],
+        f"mount -t tmpfs -o size=400m tmpfs {small} &&",
+        f"""
+        import threading, time
+        small = Path({str(small)!r})
+        cfg = dict(work_root=small / "work", max_disk_mb=32, sandbox={mode!r})
+        warm = run(submission(), **cfg)
+
+        def host_fills_then_frees():
+            end = time.monotonic() + 60
+            while not list((small / "work").glob("*/package/.lake/ready")):
+                assert time.monotonic() < end
+                time.sleep(0.01)
+            with open(small / "fill", "wb") as f:  # the host fills the disk
+                try:
+                    while True:
+                        f.write(bytes(1 << 20)); f.flush()
+                except OSError:
+                    pass
+            while not list((small / "work").glob("*/package/.lake/double-eval-write")):
+                assert time.monotonic() < end
+                time.sleep(0.01)
+            time.sleep(0.5)  # the build's write has failed by now; it goes on elaborating
+            (small / "fill").unlink()  # room again, long before the build ends
+
+        host = threading.Thread(target=host_fills_then_frees)
+        host.start()
+        texts = ("build plant .lake/ready", "build sleep 1", "build eval-write 64", "build sleep 2")
+        filled = run(submission(*texts), **cfg)
+        host.join()
+        workdirs.wait_reaped(60)
+        lie = "build fail resource exhausted (error code: 28, no space left on device)"
+        lies = run(submission(lie), **cfg)
+        print(json.dumps({{"warm": warm, "filled": filled, "lies": lies}}))
+        """,
+        tmp_path,
+    )
+    assert got["warm"]["accepted"], got  # type: ignore[index]
+    filled = got["filled"]
+    assert filled["judged"] is False, filled  # type: ignore[index]
+    reason = filled["reason"]  # type: ignore[index]
+    assert reason.startswith("could not judge: the work disk was full while it ran"), reason
+    assert "no space left on device" in reason, reason
+    lies = got["lies"]
+    assert lies["judged"] is True and not lies["accepted"], lies  # type: ignore[index]
+
+
+def test_lean_s_enospc_message_counts_only_beside_a_disk_that_was_low(tmp_path: Path) -> None:
+    """The low-water rule (pure): under the full mark, whatever the output; between it and the
+    ENOSPC mark, only with Lean's own message; with room to spare, never (the submission can
+    print Lean's words itself)."""
+    said = f"error: {steps.LEAN_ENOSPC}\n  file: .lake/x"
+    mib = 1 << 20
+    low = steps.LowWater(tmp_path, free_bytes=10 * mib, free_inodes=100)
+    assert "was full while it ran (10 MiB free" in (low.full_while_running("") or "")
+    low = steps.LowWater(tmp_path, free_bytes=100 * mib, free_inodes=100)
+    assert low.full_while_running("") is None
+    assert "nearly full while it ran (100 MiB" in (low.full_while_running(said) or "")
+    low = steps.LowWater(tmp_path, free_bytes=workdirs.ENOSPC_MARK_BYTES, free_inodes=100)
+    assert low.full_while_running(said) is None
+    assert "no free inode" in (steps.LowWater(tmp_path, 1 << 40, 0).full_while_running("") or "")
 
 
 async def test_enospc_anywhere_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -432,26 +529,44 @@ async def test_no_child_for_the_extraction_changes_nothing_but_speed(monkeypatch
     assert await pipeline._extract_off_loop(reply) == extract_submission(reply)
 
 
+async def killed_while_running(
+    tmp_path: Path, mode: str, directive: str, signum: int, **cfg: object
+) -> object:
+    """Grade a correct proof whose `directive` runs `sleep MARK` (the build's or the judge's
+    process runs it), and send `signum` from outside (as a host would: an operator's kill, a job
+    scheduler, earlyoom, systemd-oomd) to the process that runs it: the command the grader
+    started (in bwrap: the sandbox's command)."""
+    mark = f"{random.randint(20, 29)}.{random.randint(10**6, 10**7 - 1)}"
+    job = asyncio.create_task(run_double(submission(f"{directive} {mark}"), tmp_path, sandbox=mode, **cfg))
+    end = time.monotonic() + 30
+    sleeper: list[int] = []
+    while not (sleeper := [p for p in processes_with(mark) if cmdline(p) == f"sleep\0{mark}\0".encode()]):
+        assert time.monotonic() < end and not job.done(), "the command never started"
+        await asyncio.sleep(0.02)
+    os.kill(ppid(sleeper[0]), signum)
+    res = await job
+    assert await wait_gone(mark) == []
+    return res
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 @pytest.mark.parametrize("oom", [True, False], ids=["oom-killer", "not-the-oom-killer"])
-async def test_an_outside_sigkill_of_the_judge_after_it_started_on_the_submission(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oom: bool
+async def test_a_signal_from_outside_to_the_judge_after_its_replay_marker_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, signum: int, oom: bool
 ) -> None:
-    """The judge SIGKILLed after its `{"phase":"replay"}` line: the host's OOM killer is could not
-    judge; any other SIGKILL there ended it on the submission's data, a rejection."""
+    """Issue 39 item 1: the judge, a trusted program, cannot be made to kill itself, so a signal
+    the grader did not send after its `{"phase":"replay"}` line is the host's, whatever the OOM
+    counter did. It used to be "the kernel check of this submission failed" (0.0) for any signal
+    but a SIGKILL while the OOM killer acted. A synchronous fault there (a stack overflow's
+    SIGSEGV, a panic's SIGABRT) stays a verdict (tests/test_pipeline_stages.py)."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # the judge is built
     oom_killer(monkeypatch, oom)
-    real = core.run_command
-
-    async def killed(argv: list[str], **kw: object) -> CommandOutcome:
-        out = await real(argv, **kw)  # type: ignore[arg-type]
-        if "--olean" in argv or "--export" in argv:  # the judge
-            rec = out.record.model_copy(update={"exit_code": None, "signal": signal.SIGKILL})
-            return dataclasses.replace(out, record=rec, text='{"phase":"replay"}\n')
-        return out
-
-    monkeypatch.setattr(core, "run_command", killed)
-    res = await run_double(submission(), tmp_path)
-    assert res.failed_stage == "leanchecker" and not res.accepted
-    assert res.judged is not oom, res.reason
+    res = await killed_while_running(tmp_path, mode, "judge sleep", signum)
+    assert res.failed_stage == "leanchecker", res.reason  # type: ignore[attr-defined]
+    not_judged(res, "the judge", f"killed by signal {int(signum)}, {signal.Signals(signum).name}")
+    if oom and signum == signal.SIGKILL:
+        not_judged(res, "the host's OOM killer")
 
 
 # ---- issue 26: no host fault rejects an honest proof ------------------------------------------
@@ -630,11 +745,12 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> N
     small.mkdir()
     got = run_isolated(
         ["-Urm"],
-        f"mount -t tmpfs -o size=256m,nr_inodes=2000 tmpfs {small} &&",
+        f"mount -t tmpfs -o size=512m,nr_inodes=2000 tmpfs {small} &&",
         f"""
         small = Path({str(small)!r})
-        cfg = dict(work_root=small / "work", max_files=1000, sandbox={mode!r})
+        cfg = dict(work_root=small / "work", max_files=1000, max_disk_mb=64, sandbox={mode!r})
         flood = run(submission("build manyfiles 5000"), **cfg)
+        workdirs.wait_reaped(60)  # the flood's directory is removed off the grade's path
         honest = run(submission(), **cfg)
         print(json.dumps({{"flood": flood, "honest": honest}}))
         """,
@@ -644,6 +760,39 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> N
     flood = got["flood"]
     assert flood["judged"] is True and not flood["accepted"], flood  # type: ignore[index]
     assert "file cap exceeded (more than 1000 directory entries)" in flood["reason"], flood  # type: ignore[index]
+
+
+@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@pytest.mark.parametrize("mode", MODES)
+def test_a_work_disk_with_fewer_free_inodes_than_the_file_cap_grades_nothing(
+    tmp_path: Path, mode: str
+) -> None:
+    """Issue 39 item 5, on a real small-inode disk (a tmpfs of 300 inodes in a private mount
+    namespace, unmounted with it): with `max_files` 5000 the file cap cannot bind before the disk
+    runs out of inodes, so build-time code creating 1000 empty files (far inside its caps) reached
+    "no free inode", which is could not judge: an outcome the submission chose, while an honest
+    proof was accepted. The grade now checks before the build that the disk can hold its caps: on
+    this disk every grade is could not judge, naming the inodes, and no submission's code runs."""
+    small = tmp_path / "small"
+    small.mkdir()
+    got = run_isolated(
+        ["-Urm"],
+        f"mount -t tmpfs -o size=512m,nr_inodes=300 tmpfs {small} &&",
+        f"""
+        small = Path({str(small)!r})
+        cfg = dict(work_root=small / "work", max_files=5000, max_disk_mb=64, sandbox={mode!r})
+        flood = run(submission("build manyfiles 1000"), **cfg)
+        honest = run(submission(), **cfg)
+        print(json.dumps({{"flood": flood, "honest": honest}}))
+        """,
+        tmp_path,
+    )
+    for case in ("flood", "honest"):
+        res = got[case]
+        assert res["judged"] is False and not res["accepted"], (case, res)  # type: ignore[index]
+        reason = res["reason"]  # type: ignore[index]
+        assert reason.startswith("could not judge: the work disk is full for this grade's caps"), reason
+        assert "inodes free" in reason and "max_files 5000" in reason, reason
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -7,6 +7,7 @@ Lean release accepts)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from helpers import copy_double, double_config, grade_task
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.constants import reference_submission
-from lean_mod_add_proof.grading import selftest, toolchain
+from lean_mod_add_proof.grading import selftest, toolchain, toolchain_manifest
 from lean_mod_add_proof.grading.grader import grade
 from lean_mod_add_proof.grading.lean_names import LEAN_TOOLCHAIN
 from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings, flag_name
@@ -159,3 +160,31 @@ def test_the_grade_command_takes_lean_toolchain(
     assert "not version 4.35.0-rc2" in json.loads(capsys.readouterr().out)["reason"]
     assert main([*argv, "--lean-toolchain", "stable"]) == 2
     assert "bad setting: --lean-toolchain 'stable'" in capsys.readouterr().err
+
+
+# ---- the toolchain manifest: lib/lean edited in place (issue 39 item 6) ---------------------------
+
+
+async def test_runtime_mode_a_file_of_lib_lean_rewritten_in_place_is_could_not_judge(tmp_path: Path) -> None:
+    """A file of `lib/lean` (on a real toolchain: the Init oleans the judge trusts, and
+    libleanshared.so) rewritten in place, same size, same inode, its mtime set back: only
+    `bin/` is hashed again before each grade, and size, mtime and inode all survive. Its
+    st_ctime cannot be set back, and is now part of the identity."""
+    tc = copy_double(tmp_path / "tc")
+    config = double_config(tmp_path, toolchain_dir=tc, grade_in="runtime")
+    first = await grade(reference_submission(5), grade_task(), config)
+    assert first.accepted, first.reason
+    init = tc / "lib" / "lean" / "Init.olean"
+    st = init.stat()
+    data = bytearray(init.read_bytes())
+    data[-1] ^= 0x01  # one bit of the last byte, same size
+    with open(init, "r+b") as f:  # in place: same inode
+        f.write(bytes(data))
+    os.utime(init, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = init.stat()
+    assert (after.st_size, after.st_ino, after.st_mtime_ns) == (st.st_size, st.st_ino, st.st_mtime_ns)
+    selftest._memo.clear()  # a new grading process: only what is on disk is known
+    toolchain_manifest.forget()
+    second = await grade(reference_submission(5), grade_task(), config)
+    assert not second.judged, second.reason
+    assert "the toolchain changed after its self-test: lib/lean/Init.olean" in second.reason, second.reason

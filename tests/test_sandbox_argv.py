@@ -160,3 +160,23 @@ def test_auto_does_not_fall_back_once_the_sandbox_worked() -> None:
         == "sandbox required (sandbox=on) but bwrap does not work here: x"
     )
     assert sandbox.decide_sandbox("off", None) == (False, None)
+
+
+def test_a_seccomp_descriptor_is_handed_to_bwrap_before_the_command(tmp_path: Path) -> None:
+    """The signal filter (grading/signal_filter.py) reaches bwrap as `--add-seccomp-fd FD`, an
+    option, so before `--`; without one there is no such option."""
+    pkg = tmp_path / "package"
+    plain = argv_for(pkg, tmp_path / "tmp")
+    assert "--add-seccomp-fd" not in plain
+    filtered = sandbox.bwrap_argv(
+        "bwrap",
+        layout=LAYOUT,
+        toolchain_dir=None,
+        package_dir=pkg,
+        readonly_files=(),
+        env={},
+        tmp_dir=tmp_path / "tmp",
+        seccomp_fd=7,
+    )
+    assert index_of(filtered, "--add-seccomp-fd", "7") < filtered.index("--")
+    assert filtered[-1] == "--"

@@ -41,10 +41,16 @@ async def _grade(tmp_path: Path, toolchain: Path) -> GradeResult:
 
 
 def _flaky_exporter_double(tmp_path: Path) -> Path:
+    """`bin/leanexport` is a symlink to the flaky exporter, which lives outside the directories the
+    toolchain manifest watches: its mode changes (the fault, and the fault going away) then leave
+    every watched file's identity as it was (a change of a watched file's mode changes its ctime,
+    which the manifest compares since issue 39, and the self-test would rightly run again)."""
     tc = copy_double(tmp_path / "tc")
     (tc / "bin" / "leanexport").rename(tc / "bin" / "leanexport.real")
-    (tc / "bin" / "leanexport").write_text(FLAKY_EXPORTER)
-    (tc / "bin" / "leanexport").chmod(0o755)
+    (tc / "flaky").mkdir()
+    (tc / "flaky" / "leanexport").write_text(FLAKY_EXPORTER)
+    (tc / "flaky" / "leanexport").chmod(0o755)
+    (tc / "bin" / "leanexport").symlink_to("../flaky/leanexport")
     return tc
 
 

@@ -498,3 +498,56 @@ def test_queued_removals_end_before_the_interpreter_exits(tmp_path: Path) -> Non
     )
     subprocess.run([sys.executable, "-c", code, *map(str, trees)], check=True, timeout=60)
     assert [t for t in trees if t.exists()] == []
+
+
+# ---- the self-test's directories (issue 39 item 4) --------------------------------------------------
+
+SELFTEST_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path.insert(0, sys.argv[2])
+    from pathlib import Path
+    from helpers import double_config, grade_task, submission
+    from lean_mod_add_proof.grading.grader import grade
+    # The first grade of this process runs the self-test first (its canaries on the double).
+    asyncio.run(grade(submission(), grade_task(), double_config(Path(sys.argv[1]))))
+    """
+)
+
+
+def _selftest_dirs(work: Path) -> list[Path]:
+    return sorted(p for p in work.glob("lean-mod-add-proof-selftest-*")) if work.exists() else []
+
+
+def test_a_grader_killed_during_its_first_selftest_has_its_directory_swept(tmp_path: Path) -> None:
+    """A grader SIGKILLed while its first self-test runs leaves its `lean-mod-add-proof-selftest-*`
+    directory in the work root. It used to stay there forever (the next grade swept only dead
+    `...-grade-*` directories); it is now swept by the same rule: its owner is dead."""
+    from helpers import double_config, grade_task, submission
+
+    from lean_mod_add_proof.grading import selftest
+    from lean_mod_add_proof.grading.grader import grade
+
+    work = tmp_path / "work"
+    child = subprocess.Popen(
+        [sys.executable, "-c", SELFTEST_CHILD, str(tmp_path), str(REPO / "tests")], cwd=REPO
+    )
+    try:
+        end = time.monotonic() + 120
+        while not _selftest_dirs(work):
+            assert child.poll() is None and time.monotonic() < end, "the self-test never started"
+            time.sleep(0.02)
+        time.sleep(0.3)  # well into its canaries
+        child.kill()
+        child.wait()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+        child.wait()
+    left = _selftest_dirs(work)
+    assert len(left) == 1, left
+    selftest.forget()
+    res = asyncio.run(grade(submission(), grade_task(), double_config(tmp_path)))
+    assert res.accepted, res.reason
+    assert workdirs.wait_reaped(timeout=30)
+    assert _selftest_dirs(work) == [], "the dead grader's self-test directory is still there"

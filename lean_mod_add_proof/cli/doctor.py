@@ -15,7 +15,10 @@ from pathlib import Path
 
 from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
+from lean_mod_add_proof.grading import package as pkgmod
+from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.result import GraderConfig
+from lean_mod_add_proof.grading.signal_filter import SignalFilter
 
 #: What each sandbox mode means in force, for the report.
 SANDBOX_IN_FORCE = {"on": "required", "auto": "used where it works", "off": "never used"}
@@ -222,26 +225,82 @@ def userns_check(facts: UsernsFacts, sandbox_mode: str) -> Check:
     return Check("user namespaces", ok, detail, USERNS_FIX, required=False)
 
 
+def _grade_dirs(concurrent: int) -> str:
+    return f"{concurrent} concurrent grades + {workdirs.REAP_BACKLOG} finished, awaiting removal"
+
+
+def _disk_check(work: Path, st: os.statvfs_result, max_disk_mb: int, concurrent: int) -> Check:
+    """Free space of the work disk against what every grade directory on it may hold at once
+    (issue 39): each running grade's disk cap and the grader's copies into its verdict directory
+    (the submission's outputs, up to `package.MAX_SUBMISSION_OUTPUT_BYTES` each), for the grades
+    running and for those finished whose removal the reaper has queued (up to
+    `workdirs.REAP_BACKLOG`), plus the low-water mark a grade needs beyond its cap before its
+    build starts (`workdirs.room_for_caps`)."""
+    free_mb = st.f_bavail * st.f_frsize >> 20
+    copies_mb = len(pkgmod.SUBMISSION_OUTPUTS) * (pkgmod.MAX_SUBMISSION_OUTPUT_BYTES >> 20)
+    mark_mb = workdirs.ENOSPC_MARK_BYTES >> 20
+    needed_mb = (max_disk_mb + copies_mb) * (concurrent + workdirs.REAP_BACKLOG) + mark_mb
+    return Check(
+        "work disk",
+        free_mb >= needed_mb,
+        f"{work}: {free_mb} MiB free; (max_disk_mb {max_disk_mb} + verdict copies {copies_mb}) x "
+        f"({_grade_dirs(concurrent)}) + {mark_mb} = {needed_mb} MiB",
+        "give the work root that much room (--work-root), or lower --max-disk-mb: on a "
+        "smaller disk a submission's own files, within its cap, can fill it, and a build "
+        "that fails on a full disk is could-not-judge",
+        required=False,
+    )
+
+
 def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: int) -> Check:
-    """Free inodes of the work disk against `max_files` x concurrent grades (issue 26: the disk
-    cap charges bytes, so a flood of empty files could exhaust a disk with few inodes inside it).
+    """Free inodes of the work disk against `max_files` for every grade directory it may hold at
+    once (issue 26: the disk cap charges bytes, so a flood of empty files could exhaust a disk
+    with few inodes inside it; issue 39: the finished directories awaiting removal count too).
     A filesystem that reports no inode count (f_files 0: btrfs, some network disks) has no limit."""
-    needed = max_files * concurrent
+    needed = max_files * (concurrent + workdirs.REAP_BACKLOG)
     if not st.f_files:
         return Check("work disk inodes", True, f"{work}: the filesystem reports no inode limit", "")
     return Check(
         "work disk inodes",
         st.f_favail >= needed,
-        f"{work}: {st.f_favail} inodes free; "
-        f"max_files {max_files} x {concurrent} concurrent grades = {needed}",
+        f"{work}: {st.f_favail} inodes free; max_files {max_files} x ({_grade_dirs(concurrent)}) = {needed}",
         "give the work root a disk with that many free inodes (--work-root), or lower --max-files: "
         "a build that fails for want of an inode is could-not-judge",
         required=False,
     )
 
 
+#: What grading falls back to without the signal filter, said once for doctor and the docs.
+SIGNAL_FALLBACK = (
+    "a SIGKILL from outside the grader (systemd-oomd, earlyoom, a job scheduler, an operator) or a "
+    "SIGTERM ending the build or the export is then the submission's (a 0.0), unless the kernel's "
+    "OOM killer acted meanwhile: without the filter the grader cannot tell it from the "
+    "submission killing itself, and a submission must never be able to choose could-not-judge"
+)
+
+
+def signal_filter_check(made: SignalFilter, sandboxed: bool) -> Check:
+    """Whether the build and the export run under the seccomp filter that makes a signal from
+    outside provably the host's (grading/signal_filter.py), and what holds without it (pure)."""
+    if made.program is not None and sandboxed:
+        return Check(
+            "signal filter",
+            True,
+            f"libseccomp {made.libseccomp}: the build and the export cannot send themselves a signal "
+            "that only comes from outside (SIGKILL, SIGTERM, ...), so one that ends them is the host's",
+        )
+    why = made.why_not if made.program is None else "the sandbox is not in force (bwrap loads the filter)"
+    return Check(
+        "signal filter",
+        False,
+        f"not in force: {why}; {SIGNAL_FALLBACK}",
+        "install libseccomp (`apt-get install libseccomp2`) and use the sandbox",
+        required=False,
+    )
+
+
 def doctor_checks(config: GraderConfig) -> list[Check]:
-    from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, toolchain
+    from lean_mod_add_proof.grading import cache, pipeline, process, sandbox, signal_filter, toolchain
     from lean_mod_add_proof.grading import kernels as kernelsmod
     from lean_mod_add_proof.grading.routes.replay import JUDGE_MEMORY_MB
     from lean_mod_add_proof.grading.toolchain import INSTALL_FIX
@@ -293,6 +352,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         detail += "; every grade is could-not-judge until this is fixed"
     checks.append(Check("sandbox (bwrap)", probe.available or mode == "off", detail, SANDBOX_FIX))
     checks.append(userns_check(userns_facts(), mode))
+    checks.append(signal_filter_check(signal_filter.signal_filter(), used))
     prlimit = process.find_prlimit()
     checks.append(
         Check(
@@ -368,20 +428,7 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
     work = config.work_root or Path(tempfile.gettempdir())
     try:
         st = os.statvfs(work if work.exists() else work.parent)
-        free_mb = st.f_bavail * st.f_frsize >> 20
-        needed_mb = config.max_disk_mb * concurrent
-        checks.append(
-            Check(
-                "work disk",
-                free_mb >= needed_mb,
-                f"{work}: {free_mb} MiB free; max_disk_mb {config.max_disk_mb} x {concurrent} "
-                f"concurrent grades = {needed_mb} MiB",
-                "give the work root that much room (--work-root), or lower --max-disk-mb: on a "
-                "smaller disk a submission's own files, within its cap, can fill it, and a build "
-                "that fails on a full disk is could-not-judge",
-                required=False,
-            )
-        )
+        checks.append(_disk_check(work, st, config.max_disk_mb, concurrent))
         checks.append(_inode_check(work, st, config.max_files, concurrent))
     except OSError as exc:
         checks.append(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, computed_field
 
 from lean_mod_add_proof.grading.lean_names import LEAN_TOOLCHAIN
 
@@ -32,6 +32,36 @@ KernelsChoice = Literal["official", "all"]
 GradeIn = Literal["host", "runtime"]
 
 
+# Upper bounds of the numeric settings (issue 39): what prlimit(1), the kernel and the grader's own
+# arithmetic take. util-linux prlimit parses a limit of at most 2^64 - 1 ("failed to parse AS
+# limit" past it, measured with 2.38.1), and a command it cannot start used to fail as "the
+# sandbox (bwrap) did not start" (or, unsandboxed, as the build's exit 1), naming no setting.
+#: A week: every deadline is `now + k * timeout_s` and the CPU backstop is about
+#: `timeout_s * 2 * threads` seconds (process.cpu_limits), both far inside prlimit's 64 bits at
+#: this bound; a larger value is a unit slip (milliseconds), refused when read.
+TIMEOUT_S_MAX = 7 * 24 * 3600.0
+#: 128 TiB, the user address space of x86-64 with 4-level page tables: no process can map more,
+#: so a larger cap could never bind; RLIMIT_AS (this plus the judge's own allowance, in bytes)
+#: stays far inside 64 bits.
+MEMORY_MB_MAX = 1 << 27
+#: PID_MAX_LIMIT on 64-bit Linux (include/linux/threads.h: 4 * 1024 * 1024): never more processes.
+MAX_PROCESSES_MAX = 1 << 22
+#: 512 TiB. Must stay below what the disk walk charges for a directory it cannot read
+#: (process.UNREADABLE_BYTES, 1 PiB), so that such a directory is over every cap.
+MAX_DISK_MB_MAX = 1 << 29
+#: A file larger than the disk cap's bound cannot be written under it; RLIMIT_FSIZE in bytes
+#: stays inside 64 bits.
+MAX_FILE_MB_MAX = MAX_DISK_MB_MAX
+#: 2^32: the most inodes ext4 (and most filesystems) can have.
+MAX_FILES_MAX = 1 << 32
+#: Grades running Lean at once in one process (each holds processes, descriptors, watcher threads).
+MAX_CONCURRENT_MAX = 4096
+#: One command's output is held in memory up to this cap, for every command running.
+OUTPUT_CAP_BYTES_MAX = 1 << 30
+#: Kept on every result, which goes onto the trace.
+TAIL_CHARS_MAX = 1 << 24
+
+
 class GraderSettings(BaseModel):
     """Every grader setting, defined once: `GraderConfig` is exactly these, the taskset's
     `--env.taskset.task.*` flags inherit them, and the CLI builds its flags from them. Each has a
@@ -39,7 +69,7 @@ class GraderSettings(BaseModel):
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
-    timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    timeout_s: float = Field(300.0, gt=0, le=TIMEOUT_S_MAX, allow_inf_nan=False)
     """One deadline, in seconds, for build, replay and check together."""
     axioms_mode: AxiomsMode = "subset"
     """`subset`: any of propext, Classical.choice, Quot.sound; `exact`: all three and nothing else."""
@@ -47,17 +77,17 @@ class GraderSettings(BaseModel):
     """Where each grade's throwaway package directory is made (default: the system temp dir)."""
     keep_packages: bool = False
     """Keep each grade's package directory for inspection instead of deleting it."""
-    memory_mb: int = Field(8192, ge=64)
+    memory_mb: int = Field(8192, ge=64, le=MEMORY_MB_MAX)
     """Cap on the summed resident memory of all of a grade's processes, in MiB (watched live)."""
-    max_processes: int = Field(64, ge=2)
+    max_processes: int = Field(64, ge=2, le=MAX_PROCESSES_MAX)
     """Most processes a grade may have alive at once (a fork bomb kills the grade)."""
-    max_disk_mb: int = Field(4096, ge=16)
+    max_disk_mb: int = Field(4096, ge=16, le=MAX_DISK_MB_MAX)
     """Cap on the grade's package directory plus its sandbox /tmp together, in MiB."""
-    max_file_mb: int = Field(1024, ge=1)
+    max_file_mb: int = Field(1024, ge=1, le=MAX_FILE_MB_MAX)
     """Largest file a Lean process may write, in MiB (a bigger write kills the process)."""
-    max_files: int = Field(20000, ge=100)
+    max_files: int = Field(20000, ge=100, le=MAX_FILES_MAX)
     """Most files, directories and links in a grade's package directory and sandbox /tmp together."""
-    max_concurrent: int | None = Field(None, ge=1)
+    max_concurrent: int | None = Field(None, ge=1, le=MAX_CONCURRENT_MAX)
     """How many grades may run Lean at once in this process (default: cores divided by threads)."""
     threads: int = Field(1, ge=1, le=256)
     """Threads each Lean process of a grade may use (`lean -j`; LEAN_NUM_THREADS for the judge)."""
@@ -76,9 +106,9 @@ class GraderSettings(BaseModel):
     """The toolchain directory holding bin/lean (default: the pinned toolchain under ~/.elan)."""
     lean_toolchain: str = Field(LEAN_TOOLCHAIN, pattern=TOOLCHAIN_NAME_PATTERN)
     """The Lean toolchain to grade with (`lean --version` must name it; it grades after its own self-test)."""
-    output_cap_bytes: int = Field(1 << 20, ge=1024)
+    output_cap_bytes: int = Field(1 << 20, ge=1024, le=OUTPUT_CAP_BYTES_MAX)
     """Most bytes of output read from one command; the rest is discarded (the command goes on)."""
-    tail_chars: int = Field(4000, ge=0)
+    tail_chars: int = Field(4000, ge=0, le=TAIL_CHARS_MAX)
     """How many characters of each command's output are kept on the result."""
     kernels: KernelsChoice = "official"
     """`official`: the grader's replay judge is the one kernel; `all`: every checker the toolchain
@@ -86,6 +116,18 @@ class GraderSettings(BaseModel):
     grade_in: GradeIn = "host"
     """Where grading runs: `host` (this process) or `runtime` (inside the rollout's runtime box,
     by `lean-mod-add-proof grade --json`; there the toolchain's bin/ is re-hashed every grade)."""
+
+
+def checked_setting(name: str, value: object) -> Any:
+    """`value` as the setting `name` takes it, checked against its type and bounds exactly as
+    `GraderSettings` checks them (for a value set outside it, e.g. a per-task `timeout_s`);
+    ValueError naming the setting and the problem otherwise."""
+    field = GraderSettings.model_fields[name]
+    try:
+        return TypeAdapter(Annotated[field.annotation, field]).validate_python(value)
+    except ValidationError as exc:
+        problem = exc.errors()[0].get("msg", "invalid value")
+        raise ValueError(f"{name} {value!r}: {str(problem)[:1].lower()}{str(problem)[1:]}") from None
 
 
 #: How a grade ends as an exit status (the `grade` command; a runtime box's result is checked against it).

@@ -50,8 +50,12 @@ def bwrap_argv(
     readonly_files: Sequence[Path],
     env: Mapping[str, str],
     tmp_dir: Path | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bwrap prefix for one command (pure).
+
+    `seccomp_fd`: a descriptor holding a compiled seccomp program (`signal_filter.py`), which bwrap
+    reads and loads just before it runs the command, and in its own init (`--add-seccomp-fd`).
 
     /tmp is `tmp_dir` from the host, bound writable (the step's own tmp directory in the grade
     directory, so what the command puts in /tmp is on disk and counts towards the disk cap), or a
@@ -97,6 +101,8 @@ def bwrap_argv(
     argv += ["--bind", str(package_dir), str(package_dir)]
     for path in readonly_files:
         argv += ["--ro-bind", str(path), str(path)]
+    if seccomp_fd is not None:
+        argv += ["--add-seccomp-fd", str(seccomp_fd)]
     argv += ["--chdir", str(package_dir), "--"]
     return argv
 

@@ -418,9 +418,17 @@ async def _grade_canaries(
     outcomes: list[CanaryOutcome] = []
     failure = ""
     on_verdict = False  # a canary judged wrongly (not just not judged)
-    if config.work_root is not None:
-        config.work_root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="lean-mod-add-proof-selftest-", dir=config.work_root) as work:
+    from lean_mod_add_proof.grading.cache import cache_root
+    from lean_mod_add_proof.grading.routes.steps import sweep_once
+
+    work_root = config.work_root if config.work_root is not None else Path(tempfile.gettempdir())
+    work_root.mkdir(parents=True, exist_ok=True)
+    # What a grader killed during its own self-test left here goes first (the same rule as a
+    # grade's directory: its owner record names a dead process), then this one's is made with
+    # its owner record, so the next grader can sweep it if this one is killed.
+    await sweep_once(config.work_root, cache_root(config.cache_dir))
+    work = await asyncio.to_thread(workdirs.make_owned_dir, work_root, workdirs.SELFTEST_DIR_PREFIX)
+    try:
         base = config.model_copy(
             update={"toolchain_dir": toolchain.dir, "work_root": Path(work), "keep_packages": False}
         )
@@ -483,6 +491,8 @@ async def _grade_canaries(
                             f"toolchain self-test failed ({route.label}): "
                             f"checker canary {cc.name} was {problem}"
                         )
+    finally:
+        await workdirs.remove_tree_off_loop(work)
     transient = bool(failure) and not on_verdict
     return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes, transient=transient)
 

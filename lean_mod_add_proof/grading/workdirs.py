@@ -26,6 +26,7 @@ import concurrent.futures
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import re
 import secrets
@@ -33,7 +34,7 @@ import shutil
 import stat
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,6 +49,10 @@ from lean_mod_add_proof.grading.hashing import (
 GRADE_DIR_PREFIX = "lean-mod-add-proof-grade-"
 #: A directory kept for the user (keep_packages): no owner record, so never swept.
 KEPT_DIR_PREFIX = GRADE_DIR_PREFIX + "kept-"
+#: The self-test's own work root (its canaries' grade directories live inside it).
+SELFTEST_DIR_PREFIX = "lean-mod-add-proof-selftest-"
+#: What `sweep_dead` removes under the work root once its owner is dead.
+WORK_DIR_PREFIXES = (GRADE_DIR_PREFIX, SELFTEST_DIR_PREFIX)
 #: Temporary directories in the cache root: a build in progress, an entry being deleted.
 CACHE_BUILD_PREFIX = ".build-"
 CACHE_TRASH_PREFIX = ".trash-"
@@ -127,12 +132,12 @@ def owner_is_dead(ns: int, pid: int, start: int) -> bool:
 
 
 def sweep_dead(work_root: Path | None, cache_root: Path | None) -> list[Path]:
-    """Remove grade directories (under `work_root`, or the system temp dir when None, like
-    `new_grade_dir`) and cache temp directories (`.build-*`, `.trash-*` under `cache_root`; none
+    """Remove grade and self-test directories (under `work_root`, or the system temp dir when
+    None, like `new_grade_dir`) and cache temp directories (`.build-*`, `.trash-*` under `cache_root`; none
     when None) whose owner record names a dead process. Returns what was removed; never raises.
     Call once per process before the first grade."""
     roots: list[tuple[Path, tuple[str, ...]]] = [
-        (work_root if work_root is not None else Path(tempfile.gettempdir()), (GRADE_DIR_PREFIX,))
+        (work_root if work_root is not None else Path(tempfile.gettempdir()), WORK_DIR_PREFIXES)
     ]
     if cache_root is not None:
         roots.append((cache_root, CACHE_TEMP_PREFIXES))
@@ -203,6 +208,37 @@ def disk_full(path: Path) -> str | None:
     return None
 
 
+#: Below this much free space at any moment while an untrusted command ran, with Lean's own
+#: "no space left on device" in its output, its failure is the host's (steps.raise_build_failure).
+ENOSPC_MARK_BYTES = 256 << 20
+
+
+def room_for_caps(path: Path, max_disk_mb: int, max_files: int) -> str | None:
+    """Why the disk holding `path` cannot hold one more grade's caps, or None (also when it
+    cannot be asked). Checked before the submission's build, so that its own caps bind first:
+    writing up to `max_disk_mb` cannot bring the disk to either mark of full (`FULL_DISK_BYTES`,
+    `ENOSPC_MARK_BYTES`), nor `max_files` entries to its last free inode. Otherwise a submission
+    could choose "could not judge" by filling the disk within its caps (issue 39)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    need = (max_disk_mb << 20) + ENOSPC_MARK_BYTES
+    if free < need:
+        return (
+            f"the work disk is full for this grade's caps ({free >> 20} MiB free under {path}, "
+            f"less than max_disk_mb {max_disk_mb} MiB + {ENOSPC_MARK_BYTES >> 20} MiB): free some "
+            f"space or lower max_disk_mb"
+        )
+    if st.f_files and st.f_favail < max_files:
+        return (
+            f"the work disk is full for this grade's caps ({st.f_favail} inodes free under {path}, "
+            f"fewer than max_files {max_files}): free some inodes or lower max_files"
+        )
+    return None
+
+
 def new_grade_dir(work_root: Path | None, *, keep: bool = False) -> Path:
     """A fresh grade directory (0o700) carrying this process's owner record, so `sweep_dead` can
     remove it if the grader dies. `keep=True` (keep_packages) gives a name without a record:
@@ -241,6 +277,49 @@ async def run_in_thread(fn: Callable[..., T], /, *args: Any, stoppable: bool = F
 # ---- copying a cache entry -----------------------------------------------------------------------
 
 
+class EntryChanged(Exception):
+    """What `copy_package` copied differs from the manifest it was given: a file of another
+    hash, one the manifest does not list, or one it lists that is not there."""
+
+    def __init__(self, rel: str, why: str) -> None:
+        super().__init__(f"{rel} {why}")
+        self.rel = rel
+
+
+class _Expected:
+    """The manifest a copy is held to, and what of it the copy has met so far."""
+
+    def __init__(self, manifest: Mapping[str, str]) -> None:
+        self.manifest = manifest
+        self.met: set[str] = set()
+
+    def file(self, rel: str, digest: str) -> None:
+        want = self.manifest.get(rel)
+        if want is None:
+            raise EntryChanged(rel, "is not in the manifest")
+        if want != digest:
+            raise EntryChanged(rel, "does not match the manifest")
+        self.met.add(rel)
+
+    def finish(self) -> None:
+        if missing := sorted(set(self.manifest) - self.met):
+            raise EntryChanged(missing[0], "is missing")
+
+
+def _copy_hashed(src: int, dst: int, stop: threading.Event | None) -> str:
+    """Read, hash and write (no copy_file_range: the bytes written are the bytes hashed)."""
+    digest = hashlib.sha256()
+    while True:
+        check_budget(None, stop)
+        chunk = os.read(src, _COPY_CHUNK)
+        if not chunk:
+            return digest.hexdigest()
+        digest.update(chunk)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(dst, view) :]
+
+
 def _copy_bytes(src: int, dst: int, stop: threading.Event | None) -> None:
     use_range = True
     while True:
@@ -264,7 +343,9 @@ def _copy_bytes(src: int, dst: int, stop: threading.Event | None) -> None:
             view = view[os.write(dst, view) :]
 
 
-def _copy_dir(sfd: int, dfd: int, rel: str, depth: int, stop: threading.Event | None) -> None:
+def _copy_dir(
+    sfd: int, dfd: int, rel: str, depth: int, stop: threading.Event | None, expected: _Expected | None
+) -> None:
     if depth > MAX_DEPTH:
         raise NotRegularFile(errno.ELOOP, f"directories nested deeper than {MAX_DEPTH}", rel)
     with os.scandir(sfd) as it:
@@ -278,7 +359,7 @@ def _copy_dir(sfd: int, dfd: int, rel: str, depth: int, stop: threading.Event | 
                 os.mkdir(name, 0o700, dir_fd=dfd)
                 d_sub = open_dir(name, dir_fd=dfd)
                 try:
-                    _copy_dir(s_sub, d_sub, f"{rel}{name}/", depth + 1, stop)
+                    _copy_dir(s_sub, d_sub, f"{rel}{name}/", depth + 1, stop, expected)
                     os.fchmod(d_sub, stat.S_IMODE(st.st_mode) & 0o777 | 0o700)
                     os.utime(d_sub, ns=(st.st_atime_ns, st.st_mtime_ns))
                 finally:
@@ -292,7 +373,10 @@ def _copy_dir(sfd: int, dfd: int, rel: str, depth: int, stop: threading.Event | 
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             dst = os.open(name, flags, 0o600, dir_fd=dfd)
             try:
-                _copy_bytes(src, dst, stop)
+                if expected is None:
+                    _copy_bytes(src, dst, stop)
+                else:
+                    expected.file(f"{rel}{name}", _copy_hashed(src, dst, stop))
                 os.fchmod(dst, stat.S_IMODE(st.st_mode) & 0o777)  # never set-id bits from the cache
                 os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # Lake compares mtimes
             finally:
@@ -301,22 +385,35 @@ def _copy_dir(sfd: int, dfd: int, rel: str, depth: int, stop: threading.Event | 
             os.close(src)
 
 
-def copy_package(src: Path | int, dest: Path, stop: threading.Event | None = None) -> None:
+def copy_package(
+    src: Path | int,
+    dest: Path,
+    stop: threading.Event | None = None,
+    manifest: Mapping[str, str] | None = None,
+) -> None:
     """Copy the tree at `src` (a path, or a directory descriptor, which stays open: a pinned cache
     entry is read through it) into a new directory `dest` (FileExistsError if it exists). Bytes
     are copied, never hard-linked (a hostile build could write through a hard link into the
     cache); mtimes and permission bits are kept. Regular files and directories only: a symlink,
     FIFO, socket or device in `src` raises NotRegularFile (a verified entry holds none), and
     nothing is opened through a symlink. Stops with hashing.Stopped once `stop` is set (checked
-    between files and 4 MiB chunks); a partial `dest` is then the caller's to remove."""
+    between files and 4 MiB chunks); a partial `dest` is then the caller's to remove.
+
+    With `manifest` (relative path -> sha256 of every file, as `hashing.hash_tree` gives it), each
+    file is hashed while it is copied, as `package._copy_out` copies a trusted output, and
+    EntryChanged is raised for a file of another hash, a file the manifest does not list, or a
+    listed file that is not there: the copy is exactly what was checked, or nothing."""
     check_budget(None, stop)
+    expected = None if manifest is None else _Expected(manifest)
     sfd = os.dup(src) if isinstance(src, int) else open_dir(src)
     try:
         st = os.fstat(sfd)
         os.mkdir(dest, 0o700)
         dfd = open_dir(dest)
         try:
-            _copy_dir(sfd, dfd, "", 0, stop)
+            _copy_dir(sfd, dfd, "", 0, stop, expected)
+            if expected is not None:
+                expected.finish()
             os.fchmod(dfd, stat.S_IMODE(st.st_mode) & 0o777 | 0o700)
             os.utime(dfd, ns=(st.st_atime_ns, st.st_mtime_ns))
         finally:
@@ -325,13 +422,14 @@ def copy_package(src: Path | int, dest: Path, stop: threading.Event | None = Non
         os.close(sfd)
 
 
-async def copy_entry(src: Path | int, dest: Path) -> None:
-    """`copy_package` in a worker thread. On cancellation the copy is told to stop, awaited
-    (shielded) until its thread has returned, and what it wrote is removed before CancelledError
-    propagates; on any other failure `dest` is removed too. `dest` must not exist."""
+async def copy_entry(src: Path | int, dest: Path, manifest: Mapping[str, str] | None = None) -> None:
+    """`copy_package` in a worker thread, held to `manifest` when given (EntryChanged). On
+    cancellation the copy is told to stop, awaited (shielded) until its thread has returned, and
+    what it wrote is removed before CancelledError propagates; on any other failure `dest` is
+    removed too. `dest` must not exist."""
     existed = os.path.lexists(dest)
     try:
-        await run_in_thread(copy_package, src, dest, stoppable=True)
+        await run_in_thread(copy_package, src, dest, manifest=manifest, stoppable=True)
     except BaseException:
         if not existed:
             remove_tree(dest)

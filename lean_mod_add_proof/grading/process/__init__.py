@@ -29,6 +29,9 @@ Caps (`Limits`), checked by polling:
   links counted once), every `DISK_POLL_S` and once more when the command ends;
 - directory entries: how many files, directories and links there are under `Limits.disk_paths`,
   in the same walk (an inode flood of empty files fills no blocks but exhausts a disk's inodes);
+- not a cap: the free space and free inodes of the disk holding the first of `Limits.disk_paths`,
+  every `RSS_POLL_S` (one statvfs), kept as a low-water mark (`CommandOutcome.low_free_bytes`,
+  `low_free_inodes`) by which a failure is judged (routes/steps.py `LowWater`);
 - file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write with SIGXFSZ);
 - CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only. RLIMIT_CPU
   counts each process's CPU time over all its threads, so it is sized from the deadline times

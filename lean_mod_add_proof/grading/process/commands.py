@@ -69,6 +69,11 @@ class CommandOutcome:
     """When a process of the tree was first seen running with one of `run_command`'s
     `watch_argv` as a whole argument, in seconds after the command started (looked for at each
     poll of the tree, so a process that lives less than `RSS_POLL_S` may be missed)."""
+    low_free_bytes: int | None = None
+    """The least free space (bytes available to the grader) of the disk holding the first of
+    `Limits.disk_paths`, seen at each poll while the command ran (None: no disk paths)."""
+    low_free_inodes: int | None = None
+    """The same for free inodes (None also for a filesystem that counts none)."""
 
 
 def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str, str]:
@@ -187,6 +192,7 @@ async def run_command(
     stdout_fd: int | None = None,
     watch_for: Sequence[bytes] = (),
     watch_argv: Sequence[str] = (),
+    pass_fds: Sequence[int] = (),
 ) -> CommandOutcome:
     """Run `argv` until it exits or `deadline` (a `time.monotonic()` value) passes.
 
@@ -202,7 +208,8 @@ async def run_command(
     the caller opened, takes the command's stdout (uncapped in memory; the file-size cap bounds
     it), and then only its stderr is captured. `watch_for`: strings whose first appearance in the
     output is timed (`CommandOutcome.first_seen`); `watch_argv`: arguments whose first appearance
-    in a process of the tree is timed (`CommandOutcome.argv_seen_at`).
+    in a process of the tree is timed (`CommandOutcome.argv_seen_at`). `pass_fds`: descriptors
+    the command inherits (bwrap's `--add-seccomp-fd`, grading/signal_filter.py).
 
     Raises `HostFault` when the outcome says nothing about the command (see the package
     docstring): the sandbox did not run it, it could not be started, its program vanished."""
@@ -268,7 +275,7 @@ async def run_command(
                     stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
                     stderr=subprocess.STDOUT if stdout_fd is None else subprocess.PIPE,
                     process_group=0,  # its own group: one killpg reaches every descendant that stays in it
-                    pass_fds=() if status_w is None else (status_w,),
+                    pass_fds=(*pass_fds, *(() if status_w is None else (status_w,))),
                 )
                 watcher.attach(proc.pid)
         except OSError as exc:
@@ -374,4 +381,6 @@ async def _watch(
         peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
         first_seen={w: round(at - start, 3) for w, at in capture.seen.items()} if capture.watch else None,
         argv_seen_at=None if watcher.argv_seen_at is None else round(watcher.argv_seen_at - start, 3),
+        low_free_bytes=watcher.low_free_bytes,
+        low_free_inodes=watcher.low_free_inodes,
     )

@@ -117,6 +117,11 @@ class _Watcher:
         self.peak_rss = 0
         self.peak_cpu_ticks = 0
         """The most CPU time (clock ticks) any one process of the tree was seen to have used."""
+        self.low_free_bytes: int | None = None
+        self.low_free_inodes: int | None = None
+        """The least free space and free inodes of the disk holding the first of
+        `Limits.disk_paths` seen while the command ran (`sample_free_space`); None: not asked,
+        or (inodes) a filesystem that counts none."""
         self.reason: str | None = None
         self.error: BaseException | None = None
         self._halt = threading.Event()
@@ -175,6 +180,7 @@ class _Watcher:
             self._look_for_argv(live)
         rss *= _PAGE
         self.peak_rss = max(self.peak_rss, rss)
+        self.sample_free_space()
         lim = self.limits
         if lim is None or self.reason is not None or self._ending:
             return  # (while ending, what is left is being killed anyway)
@@ -182,6 +188,26 @@ class _Watcher:
             self.exceeded(f"memory cap exceeded ({math.ceil(rss / _MIB)} MiB > {lim.memory_mb} MiB)")
         elif len(live) > lim.max_processes:
             self.exceeded(f"process cap exceeded (more than {lim.max_processes} processes)")
+
+    def sample_free_space(self) -> None:
+        """Lower the low-water mark of the work disk's free space and inodes: one statvfs (a few
+        microseconds) at each poll. A disk full while a build ran may have room again by the
+        time the build ends, as finished grades' directories are removed (issue 39), so the
+        grader judges a failure by the lowest it saw, not by how the disk looks afterwards."""
+        lim = self.limits
+        if lim is None or not lim.disk_paths:
+            return
+        try:
+            st = os.statvfs(lim.disk_paths[0])
+        except OSError:
+            return
+        free = st.f_bavail * st.f_frsize
+        self.low_free_bytes = free if self.low_free_bytes is None else min(self.low_free_bytes, free)
+        if st.f_files:
+            inodes = st.f_favail
+            self.low_free_inodes = (
+                inodes if self.low_free_inodes is None else min(self.low_free_inodes, inodes)
+            )
 
     def _look_for_argv(self, live: Mapping[int, tuple[int, bool]]) -> None:
         """Note when a live process of the tree first runs with one of `argv_marks` as a whole
@@ -251,6 +277,7 @@ class _Watcher:
     # -- the thread --
     def run(self) -> None:
         try:
+            self.sample_free_space()
             next_disk = time.monotonic() + DISK_POLL_S
             while True:
                 if self._halt.wait(max(0.0, self._next_poll - time.monotonic())):

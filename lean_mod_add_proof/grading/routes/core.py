@@ -9,6 +9,8 @@ the grader caused. Nothing here decides which; each step says so where it raises
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from lean_mod_add_proof.grading.process import (
 )
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout
+from lean_mod_add_proof.grading.signal_filter import program_fd as signal_filter_fd
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 OnStage = Callable[[str], None]
@@ -73,6 +76,14 @@ def summarize_output(text: str) -> str:
     return one_line(lines[-1]) if lines else "(no output)"
 
 
+def signal_name(signum: int) -> str:
+    """`signal 15, SIGTERM` (pure; a number Python does not name stays a number)."""
+    try:
+        return f"signal {signum}, {signal.Signals(signum).name}"
+    except ValueError:
+        return f"signal {signum}"
+
+
 def command_failure(what: str, outcome: CommandOutcome, timeout_s: float) -> str | None:
     """Why a command counts as failed, or None when it exited 0 (pure)."""
     rec = outcome.record
@@ -81,10 +92,53 @@ def command_failure(what: str, outcome: CommandOutcome, timeout_s: float) -> str
     if outcome.timed_out:
         return f"{what} timed out: the {timeout_s:g} s limit for build, replay and check together ran out"
     if rec.signal is not None:
-        return f"{what} failed (killed by signal {rec.signal}): {summarize_output(outcome.text)}"
+        return f"{what} failed (killed by {signal_name(rec.signal)}): {summarize_output(outcome.text)}"
     if rec.exit_code != 0:
         return f"{what} failed (exit {rec.exit_code}): {summarize_output(outcome.text)}"
     return None
+
+
+# Which signals say what. TODO(issue 39): grading/signals.py (being written on another branch)
+# is the one rule of which signals a process can bring on itself from its input and which come
+# only from outside; fold `from_outside` and `FAULTS_FROM_INPUT` into it when the two meet.
+#: Signals that only another process, or the host's kernel acting for someone (the OOM killer,
+#: a cgroup kill), delivers: a process brings none of them on itself by a fault or a limit. Once
+#: the sandbox's filter forbids sending them (`signal_filter.py`), nothing inside it can send them
+#: either. Every other terminating signal a process can bring on itself: a fault (SIGSEGV, SIGBUS,
+#: SIGILL, SIGFPE, SIGTRAP), `abort()` (SIGABRT), a limit (SIGXCPU, SIGXFSZ), a seccomp kill
+#: (SIGSYS), a closed pipe (SIGPIPE), its own timers (SIGALRM, SIGVTALRM, SIGPROF, real-time
+#: signals) or asynchronous I/O (SIGIO).
+OUTSIDE_ONLY: frozenset[int] = frozenset(
+    {
+        signal.SIGHUP,
+        signal.SIGINT,
+        signal.SIGQUIT,
+        signal.SIGKILL,
+        signal.SIGUSR1,
+        signal.SIGUSR2,
+        signal.SIGTERM,
+        signal.SIGSTKFLT,
+        signal.SIGPWR,
+    }
+)
+#: The synchronous faults a trusted program can meet on the data it reads: a deep term overflows
+#: the stack (SIGSEGV; Lean's own stack-overflow handler aborts, SIGABRT), a panic aborts under
+#: LEAN_ABORT_ON_PANIC (SIGABRT, lean_panic_fn), an uncaught C++ exception terminates (SIGABRT).
+FAULTS_FROM_INPUT: frozenset[int] = frozenset(
+    {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP, signal.SIGABRT}
+)
+
+
+def from_outside(signum: int) -> bool:
+    """Only another process (or the host) sends `signum` (pure)."""
+    return signum in OUTSIDE_ONLY
+
+
+def trusted_signal_is_the_hosts(signum: int, outside: Callable[[int], bool] = from_outside) -> bool:
+    """For a trusted program (the judge, a checker, a trusted prebuild), which nothing can make
+    kill itself: a signal the grader did not send is the host's, unless it is a synchronous fault
+    its data can bring on (pure)."""
+    return outside(signum) or signum not in FAULTS_FROM_INPUT
 
 
 def oom_killer_acted(before: int | None) -> bool:
@@ -103,6 +157,15 @@ class CommandEnv:
     sandboxed: bool
     bwrap: str | None
     prlimit: str
+    signal_filter: bytes | None = None
+    """The seccomp program the sandbox loads for the submission's own commands
+    (`signal_filter.py`); None without the sandbox, or where libseccomp cannot make it."""
+
+    @property
+    def filters_signals(self) -> bool:
+        """The submission's own commands run under the signal filter: a signal from outside that
+        ends one of them is provably not its own doing."""
+        return self.sandboxed and self.signal_filter is not None
 
     def limits(
         self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
@@ -141,17 +204,23 @@ class CommandEnv:
         memory_extra_mb: int = 0,
         extra_env: Mapping[str, str] | None = None,
         stdout_fd: int | None = None,
+        untrusted: bool = False,
     ) -> CommandOutcome:
         """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
         binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
         Temporary files go to the grade's own `tmp_name` directory (bound as /tmp in the
-        sandbox), so the disk cap counts them and nothing is left on the host."""
+        sandbox), so the disk cap counts them and nothing is left on the host. `untrusted`: the
+        command runs the submission's code (the build, the export): the sandbox loads the signal
+        filter for it (`filters_signals`)."""
         tmp_dir = grade_dir / tmp_name
         env = child_env(cwd, self.toolchain.dir / "bin", tmpdir=Path("/tmp") if self.sandboxed else tmp_dir)
         env["LEAN_PATH"] = pkgmod.lean_path(self.toolchain.dir, *search_path)
         env["LEAN_NUM_THREADS"] = str(self.config.threads)  # read by compiled executables only
         env.update(extra_env or {})
         full = list(argv)
+        seccomp_fd = None
+        if self.sandboxed and untrusted and self.signal_filter is not None:
+            seccomp_fd = signal_filter_fd(self.signal_filter)
         if self.sandboxed:
             assert self.bwrap is not None
             if writable:
@@ -168,6 +237,7 @@ class CommandEnv:
                     readonly_files=ro,
                     env=env,
                     tmp_dir=tmp_dir,
+                    seccomp_fd=seccomp_fd,
                 )
                 + full
             )
@@ -191,11 +261,15 @@ class CommandEnv:
                 record_argv=argv,
                 scope=workdirs.work_scope(self.config.work_root),
                 stdout_fd=stdout_fd,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
         except HostFault as fault:
             if fault.sandbox:
                 forget_probe()  # the next grade probes bwrap again before it trusts it
             raise
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)  # bwrap has its own copy (read and closed there)
 
 
 class Grade:

@@ -83,6 +83,7 @@ class ExportRoute(ReplayRoute):
                     # src/Lean/Util/Path.lean: "LEAN_SYSROOT ... takes precedence").
                     extra_env={"LEAN_ABORT_ON_PANIC": "1", "LEAN_SYSROOT": str(env.toolchain.dir)},
                     stdout_fd=fd,
+                    untrusted=True,
                 )
             )
         finally:

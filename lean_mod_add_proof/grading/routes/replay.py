@@ -293,15 +293,18 @@ class ReplayRoute:
         )
         if out.timed_out or out.limit_exceeded:
             raise StageFailed("leanchecker", command_failure("the judge", out, config.timeout_s) or "")
-        if out.record.signal is not None or out.record.exit_code != 0:
+        if (signum := out.record.signal) is not None or out.record.exit_code != 0:
             # After the self-test, a judge that ended without a verdict once it had started on the
             # submission's data ended on that input (a kernel panic exits outright, a deep term can
-            # overflow the stack): a verdict, or a crafted term could dodge its rejection. A SIGKILL
-            # the grader did not send (the host's OOM killer) says nothing about the input.
-            host_killed = out.record.signal == signal.SIGKILL and core.oom_killer_acted(ooms)
-            on_input = replay_started(out.text) and not host_killed
+            # overflow the stack): a verdict, or a crafted term could dodge its rejection. Any other
+            # signal the grader did not send is the host's: the judge is trusted, and nothing makes
+            # it kill itself (a SIGKILL of the OOM killer, an operator's or a scheduler's SIGTERM).
+            hosts = signum is not None and core.trusted_signal_is_the_hosts(signum)
+            on_input = replay_started(out.text) and not hosts
             what = "the kernel check of this submission" if on_input else "the judge"
             failure = command_failure(what, out, config.timeout_s) or what
+            if hosts and signum == signal.SIGKILL and core.oom_killer_acted(ooms):
+                failure += "; the host's OOM killer acted meanwhile"
             raise StageFailed("leanchecker", failure) if on_input else not_judged("leanchecker", failure)
         try:
             # The kept output is its last bytes, and the verdict line (bounded, under the cap) is

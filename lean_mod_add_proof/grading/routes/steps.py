@@ -17,6 +17,7 @@ import os
 import signal
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
@@ -42,8 +43,14 @@ from lean_mod_add_proof.grading.routes.core import (
     not_judged,
 )
 from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox
+from lean_mod_add_proof.grading.signal_filter import signal_filter
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
+#: What Lean prints for ENOSPC: `IO.Error.toString` (lean4 src/Init/System/IOError.lean) over
+#: `lean_decode_io_error` (src/runtime/io.cpp: ENOSPC is "resource exhausted"), as read in
+#: /work/notes/first-contact.md section (b). Text the submission can print too: it counts only
+#: beside a disk that really was low (`ENOSPC_MARK_BYTES`).
+LEAN_ENOSPC = "resource exhausted (error code: 28, no space left on device)"
 #: Set by the grader on the build's command line, never by the submission (the guard bans
 #: `set_option debug.*`): the judge's replay is then the single kernel check.
 SKIP_KERNEL_OPTION = "-Ddebug.skipKernelTC=true"
@@ -104,7 +111,10 @@ async def locate(g: Grade) -> CommandEnv:
     if prlimit is None:
         raise not_judged("toolchain", "prlimit (util-linux) not found; it enforces the file-size cap")
     g.result.sandboxed = use
-    return CommandEnv(found, config, use, probe.bwrap if probe else None, prlimit)
+    # Compiled once per process; where libseccomp cannot make it, the attribution without it
+    # holds (`untrusted_failure`) and `doctor` says so.
+    program = (await asyncio.to_thread(signal_filter)).program if use else None
+    return CommandEnv(found, config, use, probe.bwrap if probe else None, prlimit, program)
 
 
 async def compile_module(
@@ -117,8 +127,10 @@ async def compile_module(
     *,
     trusted: bool = False,
     tmp_name: str = pkgmod.GRADE_TMP,
+    untrusted: bool = False,
 ) -> CommandOutcome:
-    """`lean -o/-i` one module inside package `where`, the package's own lib on the path."""
+    """`lean -o/-i` one module inside package `where`, the package's own lib on the path
+    (`untrusted`: the submission's own module, built under the signal filter)."""
     # Waited for even when cancelled, so it cannot recreate a directory after clean-up.
     await workdirs.run_in_thread(
         (where / pkgmod.module_output(module, "olean")).parent.mkdir, parents=True, exist_ok=True
@@ -135,6 +147,7 @@ async def compile_module(
         writable=True,
         trusted=trusted,
         tmp_name=tmp_name,
+        untrusted=untrusted,
     )
 
 
@@ -193,7 +206,12 @@ async def prepare_package(g: Grade, env: CommandEnv) -> tuple[dict[str, str], Pa
                 g.result.cache = entry.status
                 g.entry_pin = entry.pin
                 source: Path | int = entry.package if entry.pin is None else entry.pin.package_fd
-                await workdirs.copy_entry(source, g.pkg)
+                try:
+                    await workdirs.copy_entry(source, g.pkg, entry.manifest)
+                except workdirs.EntryChanged as exc:
+                    # Checked, then changed before this grade copied it: nothing of this
+                    # submission has run yet, so whoever changed it, it is not its doing.
+                    raise not_judged("build", f"the cache entry changed while it was copied: {exc}") from None
                 return entry.manifest, source
         g.result.cache = "off"  # no usable cache: prebuild in place, same checks
         if not g.result.cache_note:
@@ -219,12 +237,26 @@ async def compile_extra(g: Grade, env: CommandEnv, modules: Mapping[str, str], d
 async def build(
     g: Grade, env: CommandEnv, submission: str, manifest: dict[str, str], deadline: float
 ) -> None:
+    assert g.grade_dir is not None
+    # Before any of the submission's code runs: can the disk hold what its caps allow?
+    config = g.config
+    if short := await asyncio.to_thread(
+        workdirs.room_for_caps, g.grade_dir, config.max_disk_mb, config.max_files
+    ):
+        raise not_judged("build", short)
     await workdirs.run_in_thread(pkgmod.write_submission, g.pkg, submission)
     g.fresh_tmp(pkgmod.BUILD_TMP)
     ooms = core.oom_kill_count()
     out = g.record(
         await compile_module(
-            g, env, g.pkg, SUBMISSION_MODULE, deadline, (SKIP_KERNEL_OPTION,), tmp_name=pkgmod.BUILD_TMP
+            g,
+            env,
+            g.pkg,
+            SUBMISSION_MODULE,
+            deadline,
+            (SKIP_KERNEL_OPTION,),
+            tmp_name=pkgmod.BUILD_TMP,
+            untrusted=True,
         )
     )
     errors = error_messages(out.text)
@@ -243,38 +275,83 @@ async def build(
         raise StageFailed("build", f"trusted file changed during the build: {', '.join(changed[:5])}")
 
 
+@dataclass(frozen=True)
+class LowWater:
+    """The least free space and free inodes the work disk had while a command ran: the process
+    watcher's low-water mark, sampled at each of its polls (`CommandOutcome.low_free_bytes`;
+    issue 39: a disk that was full when the build failed may have room again by the time the
+    grader looks, as the reaper removes finished grades' directories)."""
+
+    path: Path
+    free_bytes: int | None = None
+    free_inodes: int | None = None
+    """None: the filesystem counts no inodes (or was never asked)."""
+
+    @classmethod
+    def of(cls, path: Path, out: CommandOutcome) -> LowWater:
+        return cls(path, out.low_free_bytes, out.low_free_inodes)
+
+    def full_while_running(self, output: str) -> str | None:
+        """Why the disk counts as full while the command ran, or None (pure). `room_for_caps`
+        made sure before the build that nothing the submission may write within its caps brings
+        the disk to either mark, so reaching one is someone else's doing."""
+        if self.free_inodes == 0:
+            return f"the work disk was full while it ran (no free inode under {self.path})"
+        if self.free_bytes is None:
+            return None
+        lowest = f"{self.free_bytes >> 20} MiB free at the lowest, under {self.path}"
+        if self.free_bytes < workdirs.FULL_DISK_BYTES:
+            return f"the work disk was full while it ran ({lowest})"
+        if LEAN_ENOSPC in output and self.free_bytes < workdirs.ENOSPC_MARK_BYTES:
+            return f"the work disk was nearly full while it ran ({lowest}) and Lean reported no space left"
+        return None
+
+
 async def untrusted_failure(
     g: Grade, env: CommandEnv, what: str, out: CommandOutcome, ooms: int | None
 ) -> str | None:
     """Why a command that ran the submission's code (the build, the export) failed, or None;
-    raises for a SIGKILL the grader did not send (the host's, or the submission's own)."""
-    if out.record.signal == signal.SIGKILL and not out.timed_out and not out.limit_exceeded:
+    raises for a signal from outside the grader (the host's, or the submission's own)."""
+    signum = out.record.signal
+    if signum is not None and core.from_outside(signum) and not out.timed_out and not out.limit_exceeded:
         # The grader's own kills are its deadline and its caps (cancellation propagates): this
-        # SIGKILL came from outside. A tree seen over its memory cap makes it the submission's
-        # doing; so does a SIGKILL while the kernel's OOM killer did not act (build-time code
-        # killing itself, to dodge its verdict). The OOM killer acting is the host's.
+        # signal came from outside the grader. A tree seen over its memory cap makes a SIGKILL
+        # the submission's doing (the OOM killer raced the cap).
         assert g.grade_dir is not None
         cap = env.limits(g.grade_dir).memory_mb
-        if out.peak_rss_mb > cap:
+        if signum == signal.SIGKILL and out.peak_rss_mb > cap:
             over = f"memory cap exceeded ({out.peak_rss_mb} MiB > {cap} MiB)"
             raise StageFailed("build", f"{what} stopped: {over}")
-        if core.oom_killer_acted(ooms):
+        oom = signum == signal.SIGKILL and core.oom_killer_acted(ooms)
+        by = f"the host's OOM killer, at {out.peak_rss_mb} MiB of its {cap} MiB memory cap" if oom else ""
+        if env.filters_signals:
+            # Under the signal filter the submission cannot send itself this signal, nor exit
+            # with the status that reads as it (signal_filter.py): the host sent it.
             raise not_judged(
                 "build",
-                f"{what} was killed by the host's OOM killer, at {out.peak_rss_mb} MiB of its "
-                f"{cap} MiB memory cap",
+                f"{what} was killed by {core.signal_name(signum)} from outside the grader"
+                + (f" ({by})" if by else ""),
             )
-        raise StageFailed(
-            "build", f"{what} was killed by a SIGKILL that neither the grader nor the OOM killer sent"
-        )
+        # Without the filter (sandbox off, or no libseccomp) the grader cannot tell the host's
+        # signal from the submission killing itself: only the OOM killer's is provably the host's,
+        # and a submission must never be able to choose "could not judge" (docs/trust-model.md).
+        if oom:
+            raise not_judged("build", f"{what} was killed by {by}")
+        if signum == signal.SIGKILL:
+            raise StageFailed(
+                "build", f"{what} was killed by a SIGKILL that neither the grader nor the OOM killer sent"
+            )
     return command_failure(what, out, g.config.timeout_s)
 
 
 async def raise_build_failure(g: Grade, failure: str | None, out: CommandOutcome) -> None:
-    """A failed build step is the submission's, unless the grade's disk is full."""
+    """A failed build step is the submission's, unless the grade's disk was full while it ran
+    (the watcher's low-water mark) or is full now."""
     if failure is not None:
         if not out.timed_out and not out.limit_exceeded:
             assert g.grade_dir is not None
+            if (was := LowWater.of(g.grade_dir, out).full_while_running(out.text)) is not None:
+                raise not_judged("build", f"{was}; {failure}")
             if (full := await asyncio.to_thread(workdirs.disk_full, g.grade_dir)) is not None:
                 raise not_judged("build", f"{full}; {failure}")
         raise StageFailed("build", failure)
