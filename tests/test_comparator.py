@@ -344,7 +344,7 @@ def test_a_killed_step_while_the_oom_killer_acts_is_not_judged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counter = iter(range(100))
-    monkeypatch.setattr(cmp, "oom_kill_count", lambda: next(counter))  # it moves during the run
+    monkeypatch.setattr(cmp.run, "oom_kill_count", lambda: next(counter))  # it moves during the run
     out = _run(submission("comparator killed"), tmp_path, _toolchain(tmp_path))
     assert out.verdict == "not_judged" and "OOM killer" in out.reason, out.reason
 
@@ -403,7 +403,9 @@ def test_exit_2_is_not_judged(tmp_path: Path) -> None:
 def test_no_manifest_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = cmp.comparator_files
     monkeypatch.setattr(
-        cmp, "comparator_files", lambda *a: {k: v for k, v in files(*a).items() if k != "lake-manifest.json"}
+        cmp.run,
+        "comparator_files",
+        lambda *a: {k: v for k, v in files(*a).items() if k != "lake-manifest.json"},
     )
     out = _run(reference_submission(P), tmp_path, _toolchain(tmp_path))
     assert out.verdict == "not_judged" and "lake-manifest.json" in out.reason

@@ -23,10 +23,10 @@ from helpers import (
 )
 
 from lean_mod_add_proof.constants import theorem_name
-from lean_mod_add_proof.grading import pipeline, sandbox, workdirs
+from lean_mod_add_proof.grading import sandbox, workdirs
 from lean_mod_add_proof.grading.grader import grade, grade_reply
 from lean_mod_add_proof.grading.judge import JudgeReport
-from lean_mod_add_proof.grading.routes import replay
+from lean_mod_add_proof.grading.routes import replay, steps
 
 
 async def test_default_double_run_passes_every_stage(tmp_path: Path) -> None:
@@ -249,7 +249,7 @@ async def test_sandbox_on_without_bwrap_is_could_not_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        pipeline, "probe_sandbox", lambda: sandbox.SandboxProbe(False, "bwrap is not installed", None)
+        steps, "probe_sandbox", lambda: sandbox.SandboxProbe(False, "bwrap is not installed", None)
     )
     res = await run_double(submission(), tmp_path, sandbox="on")
     assert res.failed_stage == "toolchain" and not res.judged and "sandbox required" in res.reason
