@@ -75,7 +75,7 @@ from lean_mod_add_proof.grading.toolchain import Toolchain
 log = logging.getLogger(__name__)
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-4"  # 4: the comparator verdict; the shift canary's bomb in the closure
+GRADER_VERSION = "judge-5"  # 5: the comparator's host faults (issue 37); 4: its verdict, the shift bomb
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"

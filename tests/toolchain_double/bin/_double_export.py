@@ -17,6 +17,7 @@
 # `initSearchPath`, `findSysroot`), src/lake/Lake/CLI/Check.lean (how Lake runs the exporter).
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -953,6 +954,14 @@ def flush_out() -> None:
         pass
 
 
+def io_error_text(exc: OSError, path: str) -> str:
+    """`IO.Error.toString` of a file that could not be opened (lean4 src/Init/System/IOError.lean:
+    `fopenErrorToString gist fn code details` writes `gist (error code: code)` and then
+    `\n  file: fn`; a missing file is `noFileOrDirectory`, with no details)."""
+    gist = "no such file or directory" if exc.errno == errno.ENOENT else (exc.strerror or "error").lower()
+    return f"{gist} (error code: {exc.errno})\n  file: {path}"
+
+
 def find_sysroot() -> str:
     """`findSysroot` (src/Lean/Util/Path.lean): LEAN_SYSROOT, else `lean --print-prefix` of the
     `lean` on PATH (the exporter's own child, which is why Lake passes the workspace's PATH)."""
@@ -1675,8 +1684,7 @@ def judge_export(
         with open(path, "rb") as f:
             data = f.read().decode("utf-8", "replace")
     except OSError as exc:
-        what = (exc.strerror or "error").lower()
-        return verdict("replay", f"malformed export: {what} (error code: {exc.errno}, {path})")
+        return verdict("replay", f"malformed export: {io_error_text(exc, path)}")
     try:
         reader.parse(data)
     except ParseError as exc:
@@ -1807,7 +1815,7 @@ def check_export(path: str) -> str | None:
         with open(path, "rb") as f:
             reader.parse(f.read().decode("utf-8", "replace"))
     except OSError as exc:
-        return f"{(exc.strerror or 'error').lower()} (error code: {exc.errno}, {path})"
+        return io_error_text(exc, path)
     except ParseError as exc:
         return str(exc)
     consts = reader.consts
