@@ -45,6 +45,29 @@ DISK_POLL_S = 0.1
 LAKE_MOUNT_POINTS: tuple[str, ...] = ("/home", "/root", "/run/user", "/tmp", "/run", "/var", "/dev", "/proc")
 
 
+def lake_sandbox_argv(bwrap: str, project: Path, toolchain_dir: Path, *, env_step: bool = False) -> list[str]:
+    """The bwrap command line Lake gives a build step (or, `env_step`, its `lake env` step) of
+    `project`, up to the `--` before the command (pure). Check.lean (stored 0243d9f4):
+    `buildSandboxArgs`, then `--tmpfs` over `forbiddenPaths` (`/run`, `/var`; not for `lake env`),
+    `--ro-bind` of the project and the toolchain (`leanPrefix`; Lake's home too, not modelled),
+    `--bind` of the project's `.lake`, `--setenv HOME /tmp/home`, `--unshare-all
+    --die-with-parent --new-session`, `--share-net` for `lake env` only, `--chdir` the project."""
+    argv = [bwrap, "--ro-bind", "/", "/"]
+    for path in ("/home", "/root", "/run/user", "/tmp"):
+        argv += ["--tmpfs", path]
+    argv += ["--dir", "/tmp/home", "--dev", "/dev", "--proc", "/proc", "--clearenv"]
+    if not env_step:
+        argv += ["--tmpfs", "/run", "--tmpfs", "/var"]
+    for path in (project, toolchain_dir):
+        argv += ["--ro-bind", str(path), str(path)]
+    lake_dir = str(project / ".lake")
+    argv += ["--bind", lake_dir, lake_dir, "--setenv", "HOME", "/tmp/home"]
+    argv += ["--unshare-all", "--die-with-parent", "--new-session"]
+    if env_step:
+        argv.append("--share-net")
+    return [*argv, "--chdir", str(project)]
+
+
 def bwrap_wrapper(work_dir: Path, bwrap: str) -> Path:
     """Write the grade's `COMPARATOR_BWRAP`: a script (absolute paths only, since Lake runs it
     under `env -i`) that appends each sandbox's status documents to a file of its own in
