@@ -146,3 +146,11 @@ def test_doctor_names_what_the_comparator_lacks(tmp_path: Path) -> None:
     assert not check.ok and check.required and "leanchecker (not in" in check.detail
     assert "mkdir -p /run/user" in check.fix
     assert not comparator_check(tc, GraderConfig()).required
+
+
+def test_the_probe_gives_its_part_of_a_first_contact_report(tmp_path: Path) -> None:
+    missing = cmp.ComparatorProbe(False, "no", missing=("git (…)",))
+    report = probe.probe_report(missing)
+    assert report["available"] is False and report["missing"] == ["git (…)"]
+    assert "mkdir -p /run/user" in str(report["advice"])
+    assert probe.probe_report(cmp.ComparatorProbe(True, "ok", "comparator"))["subcommand"] == "comparator"

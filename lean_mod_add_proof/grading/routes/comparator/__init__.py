@@ -137,6 +137,7 @@ from lean_mod_add_proof.grading.routes.comparator.probe import (
     host_requirements,
     parse_lake_help,
     probe_comparator,
+    probe_report,
 )
 from lean_mod_add_proof.grading.routes.comparator.route import ComparatorRoute
 from lean_mod_add_proof.grading.routes.comparator.run import (
@@ -209,6 +210,7 @@ __all__ = [
     "prebuild_allowance",
     "prebuild_key",
     "probe_comparator",
+    "probe_report",
     "run_comparator",
     "solution_phase_start",
     "trusted_files",

@@ -266,6 +266,25 @@ def _probe(toolchain_dir: Path, environ: Mapping[str, str]) -> ComparatorProbe:
     )
 
 
+def probe_report(probe: ComparatorProbe) -> dict[str, object]:
+    """The comparator route's part of a first-contact report (pure): whether it can run here,
+    under which name, what is missing in Lake's or bwrap's own words, and what to do."""
+    advice = (
+        "nothing: the route can grade (its self-test decides)"
+        if probe.available
+        else "install what is missing (git), create missing mount points as root (`mkdir -p /run/user`), "
+        "or grade with the replay routes (`--judge replay`)"
+    )
+    return {
+        "available": probe.available,
+        "subcommand": probe.subcommand,
+        "lake": probe.lake,
+        "bwrap": probe.bwrap,
+        "missing": list(probe.missing),
+        "advice": advice,
+    }
+
+
 def clear_probe_cache() -> None:
     with _probe_lock:
         _probes.clear()
