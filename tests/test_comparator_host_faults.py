@@ -115,7 +115,10 @@ async def test_an_oom_kill_is_not_judged(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("act", ["killed", "oom-inner"])
-async def test_a_kill_without_the_oom_killer_is_the_submissions(tmp_path: Path, act: str) -> None:
+async def test_a_kill_without_the_oom_killer_is_the_submissions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, act: str
+) -> None:
+    monkeypatch.setattr(host, "oom_kills", lambda: (0, None))  # readable, and it never moves
     res = await _comparator(submission(f"comparator {act}"), tmp_path)
     assert res.judged and not res.accepted, res.reason
 
@@ -141,6 +144,7 @@ def test_the_oom_counters(tmp_path: Path) -> None:
     assert host.oom_killer_acted((3, 10), (4, 10)) is True
     assert host.oom_killer_acted((None, 10), (None, 11)) is True
     assert host.oom_killer_acted((None, None), (None, None)) is True  # unknown: the host's
+    assert host.oom_kills_moved((None, None), (None, None)) is None
     proc = tmp_path / "cgroup"
     proc.write_text("0::/grader.slice/g\n")
     (tmp_path / "grader.slice" / "g").mkdir(parents=True)
@@ -151,3 +155,15 @@ def test_the_oom_counters(tmp_path: Path) -> None:
     (tmp_path / "memory" / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 5\n")
     assert host.cgroup_oom_kills(str(proc), str(tmp_path)) == 5
     assert host.cgroup_oom_kills(str(tmp_path / "no-such-file"), str(tmp_path)) is None
+
+
+def test_an_unreadable_oom_counter_turns_no_rejection_into_could_not_judge() -> None:
+    """Only a step seen SIGKILLed takes an unreadable counter as the host's; a plain failure in
+    the solution phase needs a counter seen moving, or every rejection on such a host would be
+    could-not-judge."""
+    after = "Resolving dependencies\nBuilding Challenge\nBuilding LeanCheckedNetwork.Submission\n"
+    unknown = cmp.RunFacts(exit_code=1, solution_phase_at=1.0, oom_killer_acted=True, memory_cap_mb=1024)
+    assert cmp.comparator_verdict(unknown, after + "error: Child exited with 1\n")[0] == "rejected"
+    assert cmp.comparator_verdict(unknown, after + "error: Child exited with 137\n")[0] == "not_judged"
+    seen = cmp.RunFacts(exit_code=1, solution_phase_at=1.0, oom_killer_acted=True, oom_kills_seen=True)
+    assert cmp.comparator_verdict(seen, after + "error: Child exited with 1\n")[0] == "not_judged"

@@ -226,11 +226,18 @@ def oom_kills() -> tuple[int | None, int | None]:
     return cgroup_oom_kills(), oom_kill_count()
 
 
-def oom_killer_acted(before: tuple[int | None, int | None], after: tuple[int | None, int | None]) -> bool:
+def oom_kills_moved(
+    before: tuple[int | None, int | None], after: tuple[int | None, int | None]
+) -> bool | None:
     """Whether the OOM killer killed something during the run: the cgroup's count where it can be
-    read both times (the precise one), else the machine's; True when neither can be told (the
-    host's fault is the safe reading of an unknown kill, as routes/core.py `oom_killer_acted`)."""
+    read both times (the precise one), else the machine's; None when neither can be told."""
     for was, now in zip(before, after, strict=True):
         if was is not None and now is not None:
             return now > was
-    return True
+    return None
+
+
+def oom_killer_acted(before: tuple[int | None, int | None], after: tuple[int | None, int | None]) -> bool:
+    """`oom_kills_moved`, True when it cannot be told: for a step seen SIGKILLed, the host's fault
+    is the safe reading of an unknown kill (as routes/core.py `oom_killer_acted`)."""
+    return oom_kills_moved(before, after) is not False

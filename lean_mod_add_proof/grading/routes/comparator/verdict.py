@@ -85,6 +85,8 @@ class RunFacts:
     """How long the run lasted (to its kill, on a timeout)."""
     oom_killer_acted: bool = False
     """The kernel's OOM-kill counter moved during the run (or could not be read)."""
+    oom_kills_seen: bool = False
+    """An OOM-kill counter that could be read moved during the run (host.py `oom_kills_moved`)."""
     peak_rss_mb: int = 0
     memory_cap_mb: int | None = None
     sandboxes_unstarted: int = 0
@@ -112,8 +114,9 @@ def host_fault(facts: RunFacts, text: str) -> str | None:
     write (pure): a sandbox Lake's bwrap could not start (no `exit-code` status: a missing mount
     point, a namespace or process limit), the work disk full at some moment of the run (ENOSPC
     is the host's: the grade's disk cap stops the submission first, oserrors.py), or the OOM
-    killer acting on a step under the grade's memory cap (its `lean` killed, so the inner
-    `lake build` fails, or the step itself: `Child exited with 137`). None: no host fault seen."""
+    killer seen acting (a counter that could be read moved) under the grade's memory cap: its
+    `lean` killed inside a step makes the inner `lake build` fail, so Lake says `Child exited
+    with 1`. None: no host fault seen (a step seen SIGKILLed is weighed in `comparator_verdict`)."""
     err = last_error(text)
     if facts.sandboxes_unstarted:
         return (
@@ -124,7 +127,7 @@ def host_fault(facts: RunFacts, text: str) -> str | None:
         return f"{facts.disk_full} while lake comparator ran: {err}"
     cap = facts.memory_cap_mb
     over_cap = cap is not None and facts.peak_rss_mb > cap
-    if facts.oom_killer_acted and not over_cap:
+    if facts.oom_kills_seen and not over_cap:
         return f"the host's OOM killer acted while lake comparator ran, at {facts.peak_rss_mb} MiB: {err}"
     return None
 
@@ -183,6 +186,11 @@ def comparator_verdict(
                 return "rejected", (
                     f"a step of lake comparator was killed: memory cap exceeded "
                     f"({facts.peak_rss_mb} MiB > {cap} MiB): {err}"
+                )
+            if facts.oom_killer_acted:  # moved, or cannot be told: the host's (safe) reading
+                return "not_judged", (
+                    f"a step of lake comparator was killed by the host's OOM killer, at "
+                    f"{facts.peak_rss_mb} MiB: {err}"
                 )
             return "rejected", (
                 f"a step of lake comparator was killed by a SIGKILL that neither the grader nor the "
