@@ -209,6 +209,22 @@ def test_hadolint_passes() -> None:
     assert ignores == ["DL3008"]
 
 
+def test_the_image_can_run_lake_comparator() -> None:
+    """Issue 37: Lake's `mkContext` needs git, env and which, and its sandbox mounts over each of
+    host.py's LAKE_MOUNT_POINTS on the read-only root, so each must exist in the image: the slim
+    base has all but /run/user, which the recipe creates (as root, before `USER`)."""
+    from lean_mod_add_proof.grading.routes.comparator.host import LAKE_MOUNT_POINTS
+
+    final = stage(None)
+    installs = re.findall(r"apt-get install -y --no-install-recommends ([^\\&\n]+)", final)
+    assert installs and "git" in installs[0].split(), installs
+    # in Debian every image has these (base-files, and /dev, /proc mounted by the runtime)
+    in_base = {"/home", "/root", "/tmp", "/run", "/var", "/dev", "/proc"}
+    made = set(re.findall(r"mkdir -p (/\S+)", final))
+    assert set(LAKE_MOUNT_POINTS) <= in_base | made, set(LAKE_MOUNT_POINTS) - in_base - made
+    assert final.index("mkdir -p /run/user") < final.index("USER ${GRADER_UID}")
+
+
 def test_recipe_installs_the_sandbox_the_package_and_a_warm_cache() -> None:
     assert "bubblewrap" in CONTAINERFILE and "ca-certificates" in CONTAINERFILE
     assert re.search(r"^RUN lean-mod-add-proof warm-cache --split all", CONTAINERFILE, re.MULTILINE)

@@ -558,7 +558,7 @@ def test_an_unreadable_export_is_a_malformed_export(tmp_path: Path, reference: t
     assert v["verdict"] == "replay"
     assert (
         v["reason"]
-        == "malformed export: no such file or directory (error code: 2, submission/Submission.ndjson)"
+        == "malformed export: no such file or directory (error code: 2)\n  file: submission/Submission.ndjson"
     )
 
 

@@ -108,6 +108,17 @@ def test_the_export_text_imports_the_parser() -> None:
     assert not re.search(r"^import LeanExport", judge_text("olean"), re.MULTILINE)
 
 
+@pytest.mark.parametrize("mode", ["export", "olean"])
+def test_neither_text_is_a_module_root(mode: str) -> None:
+    """A `module` header would make the judge a module root: its imports would then come at
+    `.exported` level, without IR for LeanExport's non-`meta` code (lean4 #8664, #8666), and
+    `lean --run` could not run the export text. As a plain root it imports at `.private`, with
+    every import's full IR (src/Lean/Elab/Import.lean `processHeaderCore`; first-contact.md Q1)."""
+    header = re.compile(r"^\s*(public\s+|private\s+)?module\b")
+    assert not [ln for ln in judge_text(mode).splitlines() if header.match(ln)]
+    assert header.match("module") and header.match("public module")  # the check can fail
+
+
 @pytest.mark.parametrize("mode", ["olean", "export"])
 def test_both_texts_keep_the_shared_judge(mode: str) -> None:
     text = judge_text(mode)  # type: ignore[arg-type]

@@ -188,3 +188,21 @@ async def test_runtime_mode_a_file_of_lib_lean_rewritten_in_place_is_could_not_j
     second = await grade(reference_submission(5), grade_task(), config)
     assert not second.judged, second.reason
     assert "the toolchain changed after its self-test: lib/lean/Init.olean" in second.reason, second.reason
+
+
+@pytest.mark.parametrize("named", [RELEASE, LEAN_TOOLCHAIN])
+async def test_the_kept_package_names_the_selected_toolchain(tmp_path: Path, named: str) -> None:
+    """Issue 37 item 5: `lean-toolchain` is what elan reads (its first line, trimmed: leanprover/elan
+    src/elan/toolchain.rs), so a kept package rebuilt with `lake build` uses the toolchain that
+    graded it, not always rc2. The comparator's package already did (routes/comparator/package.py)."""
+    from lean_mod_add_proof.grading import package as pkgmod
+
+    tc = _release_double(tmp_path) if named == RELEASE else copy_double(tmp_path / "tc-rc2")
+    config = double_config(tmp_path, toolchain_dir=tc, lean_toolchain=named, keep_packages=True)
+    res = await grade(reference_submission(5), grade_task(), config, skip_selftest=True)
+    assert res.accepted and res.package_dir, res.reason
+    kept = Path(res.package_dir) / "package" / "lean-toolchain"
+    assert kept.read_text(encoding="utf-8") == f"{named}\n"
+    assert pkgmod.package_sources(b"n", "w", named)["lean-toolchain"] == f"{named}\n".encode()
+    # the rc2 default keeps its cache key: the file's bytes did not change for it
+    assert pkgmod.package_sources(b"n", "w") == pkgmod.package_sources(b"n", "w", LEAN_TOOLCHAIN)

@@ -397,6 +397,8 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
                 required=False,  # an interpreted judge grades as well, only slower
             )
         )
+    if isinstance(found, toolchain.Toolchain):
+        checks.append(comparator_check(found.dir, config))
     cores = os.cpu_count() or 1
     concurrent = config.max_concurrent or pipeline.default_concurrency(config.threads)
     checks.append(
@@ -475,6 +477,26 @@ def _print_checks(checks: list[Check], ready: bool) -> None:
         console.print(
             "[bold red]Not ready:[/] every grade is could-not-judge until the items marked NO are fixed."
         )
+
+
+def comparator_check(toolchain_dir: Path, config: GraderConfig) -> Check:
+    """The comparator route's host, as its probe finds it now: what is missing, in Lake's or
+    bwrap's own words (grading/routes/comparator/probe.py). Required only with judge=comparator."""
+    from lean_mod_add_proof.grading.routes.comparator import probe_comparator
+
+    probe = probe_comparator(toolchain_dir, refresh=True)
+    fix = (
+        "install what is missing (git: `apt-get install git`); create a missing directory as root "
+        "(`mkdir -p /run/user`); a runtime that mounts a fresh /run removes /run/user again, so "
+        "this is checked before each grade; or grade with the replay routes (`--judge replay`)"
+    )
+    return Check(
+        "comparator (lake comparator)",
+        probe.available,
+        probe.reason,
+        fix,
+        required=config.judge == "comparator",
+    )
 
 
 def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:

@@ -45,7 +45,7 @@ async def warm_one(grade_task: Any, config: Any, toolchain: Any) -> WarmRow:
     from lean_mod_add_proof.grading.grader import warm_cache
     from lean_mod_add_proof.grading.routes.steps import cache_key_for
 
-    key = cache_key_for(grade_task, toolchain)
+    key = cache_key_for(grade_task, toolchain, config.lean_toolchain)
     started = time.monotonic()
     result = await warm_cache(grade_task, config)
     seconds = round(time.monotonic() - started, 2)

@@ -26,6 +26,19 @@ host caused (a program that could not be started, a sandbox that did not start, 
 cap or a signal, a cache that could not be written) is tried again once its back-off has passed
 (backoff.py); a build that exits with an error, or an executable that answers wrongly, stays a
 failure for the life of the process.
+
+`lean --run` may not be able to run a judge text at all: the interpreter needs IR (or a native
+symbol) for every declaration it calls, and the export text calls `LeanExport.parseStream`, which
+the `lean` binary does not carry natively (it carries Init, Std and Lean). The stored sources say
+it works: Judge.lean has no `module` header, so the frontend imports at `OLeanLevel.private`
+(src/Lean/Elab/Import.lean `processHeaderCore`), which loads every transitive import's full `.ir`
+(src/Lean/Environment.lean `importModulesCore`, "we import all transitively referenced modules
+and ignore any module system annotations"); lean4 #8664/#8666 restrict imported IR for `module`
+roots only (/work/notes/first-contact.md Q1). If a toolchain proves them wrong, the interpreter
+says so in words only the toolchain writes (`interpreter_lacks_ir`), and that text's route is
+then unavailable in interpreted mode for the life of the process (`mark_interpreter_unavailable`):
+not a verdict (no submission caused it), not a wrong belief about Lean that condemns the route,
+and not a host fault to retry (it is a property of the toolchain's files).
 """
 
 from __future__ import annotations
@@ -166,6 +179,81 @@ def forget(judge: NativeJudge | None = None) -> None:
             del _memo[key]
     if judge is None:
         retry.clear()
+        _interpreter_unavailable.clear()
+
+
+# ---- the interpreted judge: a toolchain whose `lean --run` cannot run a judge text -------------
+
+#: What `lean --run` prints, at the start of a line on stderr, when its interpreter meets a
+#: declaration it has neither IR nor a native symbol for (lean4 src/library/ir_interpreter.cpp,
+#: stored 016de2dc: `interpreter::call` for an opaque extern, `interpreter::get_decl` for no IR at
+#: all; the C++ exception reaches `lean_main`'s `catch (lean::throwable & ex) { std::cerr <<
+#: ex.what() ... }`, exit 1, src/util/shell.cpp stored 0283b20d). Only the toolchain writes them
+#: at a line's start: the judge prints what it read of a submission inside its one-line,
+#: escaped verdict (`asciiOnly`), or after `uncaught exception: `.
+INTERPRETER_NO_IR: tuple[str, ...] = (
+    "Could not find native implementation of external declaration ",
+    "(interpreter) unknown declaration ",
+)
+#: The frontend's error when an import's `.ir` file is missing (lean4 src/Lean/Environment.lean
+#: `finalizeImport`, `missing IR data file for module {mod.module}`): printed at the header, before
+#: the judge's `main` runs, so before its replay marker.
+MISSING_IR_FILE = "missing IR data file for module "
+#: libstdc++'s `std::terminate` prefix, should the exception fail to unwind a native frame (then
+#: SIGABRT; not established, first-contact.md Q1).
+_TERMINATE_PREFIX = "what():"
+
+
+def interpreter_lacks_ir(text: str, *, replay_started: bool) -> str | None:
+    """The line of a failed `lean --run Judge.lean` that says its interpreter cannot run a
+    declaration the judge imports, or None (pure). After the judge's replay marker only the
+    interpreter's own wordings count, at the start of a line; before it also the frontend's
+    missing `.ir` file (nothing of the submission has been read then)."""
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if line.startswith(_TERMINATE_PREFIX):
+            line = line.removeprefix(_TERMINATE_PREFIX).strip()
+        if line.startswith(INTERPRETER_NO_IR):
+            return line
+        if not replay_started and MISSING_IR_FILE in line:
+            return line
+    return None
+
+
+#: (toolchain dir, version, lean's identity, judge text) -> why that text cannot run interpreted.
+_interpreter_unavailable: dict[tuple[str, str, str, str], str] = {}
+
+
+def _interpreter_key(toolchain: Toolchain, verdict_from: VerdictFrom) -> tuple[str, str, str, str]:
+    try:
+        st = toolchain.lean.stat()
+        lean = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        lean = "?"
+    return (str(toolchain.dir), toolchain.version, lean, verdict_from)
+
+
+def mark_interpreter_unavailable(toolchain: Toolchain, verdict_from: VerdictFrom, why: str) -> str:
+    """Remember for the life of the process (a changed `lean` binary is asked again) that
+    `lean --run` cannot run the `verdict_from` judge text on this toolchain; returns `why`."""
+    _interpreter_unavailable[_interpreter_key(toolchain, verdict_from)] = why
+    return why
+
+
+def interpreter_unavailable(toolchain: Toolchain, verdict_from: VerdictFrom) -> str | None:
+    """Why `lean --run` cannot run the `verdict_from` judge text on this toolchain, or None."""
+    return _interpreter_unavailable.get(_interpreter_key(toolchain, verdict_from))
+
+
+def needs_native_judge(verdict_from: VerdictFrom, line: str, native_note: str) -> str:
+    """The reason a route is unavailable without the native judge (pure): what the interpreter
+    said, and why there is no native judge (`native_note`: the judge's note, empty when the
+    setting turned it off)."""
+    native = native_note or "native_judge is off; set native_judge = true"
+    return (
+        f"unavailable: the {verdict_from} route needs the native judge here, because `lean --run` "
+        f"cannot run its judge on this toolchain ({line}); native judge: {native}"
+    )
 
 
 async def ensure_native_judge(

@@ -74,7 +74,6 @@ version = "0.1.0"
 [[lean_lib]]
 name = "{PACKAGE_NAME}"
 """
-LEAN_TOOLCHAIN_FILE = LEAN_TOOLCHAIN + "\n"
 
 TRUSTED_SOURCES: tuple[str, ...] = ("lakefile.toml", "lean-toolchain", NETWORK_PATH, WEIGHTS_PATH)
 #: Read-only even inside the writable package when sandboxed. The whole source directory, not just
@@ -130,10 +129,16 @@ def lean_path(toolchain_dir: Path, *entries: Path) -> str:
     return ":".join(str(p) for p in (toolchain_dir / "lib" / "lean", *entries))
 
 
-def package_sources(network_lean: bytes, weights_lean: str) -> dict[str, bytes]:
-    """The trusted files of a package, by path relative to its root (pure)."""
+def package_sources(
+    network_lean: bytes, weights_lean: str, lean_toolchain: str = LEAN_TOOLCHAIN
+) -> dict[str, bytes]:
+    """The trusted files of a package, by path relative to its root (pure). `lean-toolchain`
+    names the toolchain that grades (the `lean_toolchain` setting), as elan reads it: its first
+    line, trimmed (leanprover/elan b6cec7e1, the commit the image builds, src/elan/toolchain.rs
+    `read_unresolved_toolchain_desc_from_file`), so a kept package rebuilt with `lake build`
+    under elan uses the same one. Nothing in grading reads it; it is in the cache key."""
     return {
-        "lean-toolchain": LEAN_TOOLCHAIN_FILE.encode(),
+        "lean-toolchain": f"{lean_toolchain}\n".encode(),
         "lakefile.toml": LAKEFILE_TOML.encode(),
         NETWORK_PATH: network_lean,
         WEIGHTS_PATH: weights_lean.encode("utf-8"),

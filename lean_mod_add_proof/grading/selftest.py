@@ -12,7 +12,11 @@ A pass is remembered per (toolchain, grader version, settings) in memory and in 
 directory; a failure only in memory, so a fixed toolchain is tried again by the next process.
 A failure only because a canary could not be judged (a host fault: a program briefly missing, a
 full disk, the OOM killer) says nothing about the toolchain: it is tried again once its back-off
-(backoff.py) has passed, while a canary judged wrongly condemns the route for the process.
+(backoff.py) has passed, while a canary judged wrongly condemns the route for the process. A
+route found unavailable while its canaries ran (a replay route whose `lean --run` cannot run its
+judge text, native_judge.py `interpreter_unavailable`) is neither: the self-test stops there and
+reports the route unavailable, with what it needs (`SelfTestReport.unavailable`); it is not run
+again in this process, since the toolchain's files will not change their answer.
 
 One path is tested only with the toolchain double: a judge that ends without a verdict after
 its `{"phase":"replay"}` line (a crash on the submission's data) counts as a rejection. No canary
@@ -61,6 +65,7 @@ from lean_mod_add_proof.grading.lean_names import (
     theorem_name,
     theorem_signature,
 )
+from lean_mod_add_proof.grading.native_judge import interpreter_unavailable
 from lean_mod_add_proof.grading.pipeline import ExportEdit, GradeTask, Route, grade
 from lean_mod_add_proof.grading.reference import reference_submission, row_lemma_name
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
@@ -70,7 +75,7 @@ from lean_mod_add_proof.grading.toolchain import Toolchain
 log = logging.getLogger(__name__)
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-4"  # 4: the comparator verdict; the shift canary's bomb in the closure
+GRADER_VERSION = "judge-5"  # 5: the comparator's host faults (issue 37); 4: its verdict, the shift bomb
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
@@ -358,6 +363,9 @@ class SelfTestReport(BaseModel):
     transient: bool = False
     """It failed only because canaries could not be judged (host faults), never on a verdict:
     tried again after a back-off instead of condemning the route."""
+    unavailable: bool = False
+    """The route cannot run on this toolchain (`reason` says what it needs): no belief about Lean
+    was found wrong, and nothing is retried. The canaries after the one that found it did not run."""
 
 
 def _expected(c: Canary) -> str:
@@ -458,6 +466,9 @@ async def _grade_canaries(
                     seconds=res.grader_seconds,
                 )
             )
+            if problem is not None and (why := _route_unavailable(toolchain, route, res)) is not None:
+                # The same for every canary after this one: the route cannot run here at all.
+                return SelfTestReport(passed=False, reason=why, canaries=outcomes, unavailable=True)
             if problem is not None:
                 on_verdict = on_verdict or res.judged
                 if not failure:
@@ -495,6 +506,36 @@ async def _grade_canaries(
         await workdirs.remove_tree_off_loop(work)
     transient = bool(failure) and not on_verdict
     return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes, transient=transient)
+
+
+def _route_unavailable(toolchain: Toolchain, route: Route, res: GradeResult) -> str | None:
+    """Why `route` cannot run on this toolchain at all, when a canary's failure was that (a
+    replay route graded by `lean --run`, whose interpreter cannot run the route's judge text)."""
+    if route.verdict_from is None or res.judged or res.judge_mode != "interpreted":
+        return None
+    return interpreter_unavailable(toolchain, route.reads)
+
+
+def route_outcome(report: SelfTestReport) -> dict[str, str]:
+    """One route's self-test outcome for a first-contact report (pure): `status` (`passed`,
+    `unavailable`, `host faults` or `failed`), the reason, and what to do about it."""
+    if report.passed:
+        return {"status": "passed", "reason": "", "advice": "nothing: this route grades"}
+    if report.unavailable:
+        advice = (
+            "make the native judge build (the toolchain's `leanc`) or set native_judge = true; "
+            "meanwhile `judge = auto`/`replay` grades with the olean route (its warning on every "
+            "result), or use `--judge comparator`"
+        )
+        return {"status": "unavailable", "reason": report.reason, "advice": advice}
+    if report.transient:
+        advice = "a host fault (see the reason): fix the host and run again; the toolchain is not suspect"
+        return {"status": "host faults", "reason": report.reason, "advice": advice}
+    advice = (
+        "a belief about this toolchain was wrong: grade with another route that passed, or stop "
+        "and report the canary table"
+    )
+    return {"status": "failed", "reason": report.reason, "advice": advice}
 
 
 # ---- once per process, remembered on disk ------------------------------------------------------

@@ -12,6 +12,13 @@ neither the grader nor the OOM killer sent (it reads the build's olean: the subm
 like the build); everything `replay.py` and `checkers.py` call a verdict. Could not judge: a
 toolchain without `leanexport` (the route is then unavailable), a full disk, the host's OOM
 killer, and what `replay.py` and `checkers.py` call could not judge.
+
+Without the native judge (`native_judge = false`, or a judge that did not build), the export text
+runs under `lean --run`, whose interpreter must run `LeanExport.parseStream` from its IR: the
+`lean` binary carries native code for Init, Std and Lean only. The stored sources say a non-module
+root such as Judge.lean gets that IR (native_judge.py); if the toolchain says otherwise, in its
+own words, the route is unavailable in interpreted mode, "needs the native judge", and `auto` and
+`replay` go on to the olean route (which imports no LeanExport).
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ Verdicts: the judge's own deadline or memory cap (the submission's kernel work w
 failure once it printed its replay marker (it ended on the submission's data); a rejection by the
 replay, the statement check or the axiom check; an import outside the allow-list. Could not judge:
 a judge that fails before its replay marker or prints no well-formed verdict, a verdict word the
-grader does not know, the host's OOM killer, a native judge changed under a sandboxed grade, and a
-verdict directory the host's errors keep from being assembled.
+grader does not know, the host's OOM killer, a native judge changed under a sandboxed grade, a
+verdict directory the host's errors keep from being assembled, and an interpreted judge whose
+`lean --run` cannot run it (no IR for a declaration it imports, in the toolchain's own words at
+any phase: native_judge.py `interpreter_lacks_ir`), which also makes the route unavailable.
 """
 
 from __future__ import annotations
@@ -47,7 +49,16 @@ from lean_mod_add_proof.grading.lean_names import (
     theorem_name,
 )
 from lean_mod_add_proof.grading.native_judge import BUILD_MEMORY_MB as NATIVE_JUDGE_BUILD_MEMORY_MB
-from lean_mod_add_proof.grading.native_judge import NativeJudge, NoNativeJudge, ensure_native_judge, unchanged
+from lean_mod_add_proof.grading.native_judge import (
+    NativeJudge,
+    NoNativeJudge,
+    ensure_native_judge,
+    interpreter_lacks_ir,
+    interpreter_unavailable,
+    mark_interpreter_unavailable,
+    needs_native_judge,
+    unchanged,
+)
 from lean_mod_add_proof.grading.native_judge import forget as forget_native_judge
 from lean_mod_add_proof.grading.oserrors import host_errno
 from lean_mod_add_proof.grading.process import CommandOutcome
@@ -128,8 +139,12 @@ class ReplayRoute:
         return f"{self.route.label};{judge};sandboxed={self.env.sandboxed}"
 
     async def prepare(self) -> str | None:
+        """The judge made ready; the route is unavailable when only `lean --run` could judge and
+        this toolchain's `lean --run` was found unable to run the route's judge text."""
         self.judge = None
         await self.prepare_judge()
+        if self.judge is None:
+            return interpreter_unavailable(self.env.toolchain, self.route.reads)
         return None
 
     def chosen(self, skipped: list[str]) -> None:
@@ -294,6 +309,15 @@ class ReplayRoute:
         if out.timed_out or out.limit_exceeded:
             raise StageFailed("leanchecker", command_failure("the judge", out, config.timeout_s) or "")
         if (signum := out.record.signal) is not None or out.record.exit_code != 0:
+            if self.judge is None and (
+                line := interpreter_lacks_ir(out.text, replay_started=replay_started(out.text))
+            ):
+                # The toolchain's interpreter cannot run the judge (no IR for a declaration it
+                # imports): nothing of the submission's, and no belief about Lean proved wrong.
+                # The route is unavailable in interpreted mode from now on (native_judge.py).
+                why = needs_native_judge(self.route.reads, line, g.result.judge_note)
+                mark_interpreter_unavailable(env.toolchain, self.route.reads, why)
+                raise not_judged("leanchecker", why)
             # After the self-test, a judge that ended without a verdict once it had started on the
             # submission's data ended on that input (a kernel panic exits outright, a deep term can
             # overflow the stack): a verdict, or a crafted term could dodge its rejection. Any other

@@ -24,7 +24,12 @@ from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.guard import check_guard
-from lean_mod_add_proof.grading.lean_names import NETWORK_MODULE, SUBMISSION_MODULE, WEIGHTS_MODULE
+from lean_mod_add_proof.grading.lean_names import (
+    LEAN_TOOLCHAIN,
+    NETWORK_MODULE,
+    SUBMISSION_MODULE,
+    WEIGHTS_MODULE,
+)
 from lean_mod_add_proof.grading.messages import error_messages, one_line
 from lean_mod_add_proof.grading.oserrors import host_errno
 from lean_mod_add_proof.grading.process import (
@@ -62,13 +67,13 @@ SANDBOX_FIX = (
 )
 
 
-def task_sources(task: GradeTask) -> dict[str, bytes]:
-    return pkgmod.package_sources(task.network_lean.encode("utf-8"), task.weights_lean)
+def task_sources(task: GradeTask, lean_toolchain: str = LEAN_TOOLCHAIN) -> dict[str, bytes]:
+    return pkgmod.package_sources(task.network_lean.encode("utf-8"), task.weights_lean, lean_toolchain)
 
 
-def cache_key_for(task: GradeTask, toolchain: Toolchain) -> str:
+def cache_key_for(task: GradeTask, toolchain: Toolchain, lean_toolchain: str = LEAN_TOOLCHAIN) -> str:
     """The key the task's prebuilt package is filed under in the cache (pure)."""
-    return pkgmod.cache_key(toolchain.version, toolchain.dir, task_sources(task))
+    return pkgmod.cache_key(toolchain.version, toolchain.dir, task_sources(task, lean_toolchain))
 
 
 #: (pid, work root, cache root) already swept of what killed graders left behind.
@@ -164,7 +169,7 @@ async def prepare_package(g: Grade, env: CommandEnv) -> tuple[dict[str, str], Pa
     (g.grade_dir / pkgmod.GRADE_TMP).mkdir(0o700)
     if config.keep_packages:
         g.result.package_dir = str(g.grade_dir)
-    sources = task_sources(g.task)
+    sources = task_sources(g.task, config.lean_toolchain)
     key = pkgmod.cache_key(env.toolchain.version, env.toolchain.dir, sources)
 
     async def prebuild(where: Path) -> cachemod.PrebuildOutcome:

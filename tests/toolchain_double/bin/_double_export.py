@@ -17,6 +17,7 @@
 # `initSearchPath`, `findSysroot`), src/lake/Lake/CLI/Check.lean (how Lake runs the exporter).
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -144,6 +145,73 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
+#: What Lean's `whitespace` says of a tab, or a carriage return not followed by a line feed, where
+#: it skips whitespace between tokens (lean4 src/Lean/Parser/Basic.lean `whitespace`, stored
+#: cf120acb, id 55961982; both strings in stage0 C `l_Lean_Parser_whitespace___closed__2/3`, id
+#: 56583219917): a parse error, so the build fails. Inside a `--` comment (`takeUntilFn`), a block
+#: or doc comment (`finishCommentBlock`) or a string or character literal (a token) they are fine.
+TAB_ERROR = "tabs are not allowed; please configure your editor to expand them"
+CR_ERROR = "isolated carriage returns are not allowed"
+
+
+def whitespace_error(text: str) -> tuple[int, int, str] | None:
+    """(1-based line, 0-based column, message) of the first tab or lone carriage return outside
+    comments and string and character literals, or None. Not modelled (stricter): the code inside
+    an interpolated string's braces is taken as literal, so a tab there passes."""
+    code = blank_literals(strip_comments(text))
+    for n, line in enumerate(code.split("\n"), 1):
+        for col, ch in enumerate(line):
+            if ch == "\t":
+                return n, col, TAB_ERROR
+            if ch == "\r" and col != len(line) - 1:
+                return n, col, CR_ERROR
+    return None
+
+
+def blank_literals(text: str) -> str:
+    """`text` (comments already blanked) with the insides of string and character literals
+    blanked: a string `"..."` (escapes skipped; raw `r"..."` and `r#"..."#` too), a character
+    literal `'c'` / `'\\n'` where a token starts (not the prime of a name like `h'`)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        raw = re.match(r'r(#*)"', text[i:]) if c == "r" and (i == 0 or not _name_char(text[i - 1])) else None
+        if raw:
+            close = '"' + raw.group(1)
+            j = text.find(close, i + raw.end())
+            j = n if j < 0 else j + len(close)
+            out.append(_blank(text[i:j]))
+            i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(_blank(text[i:j]))
+            i = j
+        elif c == "'" and (i == 0 or not _name_char(text[i - 1])):
+            m = re.match(r"'(?:\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^\\'\n])'", text[i:])
+            if m:
+                out.append(_blank(m.group(0)))
+                i += m.end()
+            else:
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _name_char(ch: str) -> bool:
+    return ch.isalnum() or ch in "_'!?."
+
+
+def _blank(literal: str) -> str:
+    return "".join("\n" if ch == "\n" else " " for ch in literal)
+
+
 #: A command beginning with `lemma`, after what may precede a declaration keyword on its line
 #: (attributes, `set_option … in`, modifiers; a doc comment is blanked by `strip_comments`), at
 #: any column, as Lean commands may be indented. Core has no `lemma` command (lean4
@@ -185,11 +253,62 @@ def split_header(line: str) -> tuple[str, str, str, bool] | None:
     return words[0], m.group(0), words[1][m.end() :], private
 
 
+class OpenDecl:
+    """One namespace an `open` command opened (lean4 src/Lean/Parser/Command.lean `openDecl`:
+    `openSimple`, `openOnly` `X (a b)`, `openHiding` `X hiding a b`, `openRenaming`
+    `X renaming a → b`; src/Lean/Elab/Open.lean): which short names it makes resolve, to what."""
+
+    def __init__(self, ns: str, only: set[str] | None = None, hiding: frozenset[str] = frozenset(),
+                 renames: dict[str, str] | None = None):  # fmt: skip
+        self.ns = ns
+        self.only = only
+        self.hiding = hiding
+        self.renames = renames
+
+    def target(self, token: str) -> str | None:
+        """The full name `token` stands for through this `open`, or None."""
+        if self.renames is not None:
+            return f"{self.ns}.{self.renames[token]}" if token in self.renames else None
+        if self.only is not None:
+            return f"{self.ns}.{token}" if token in self.only else None
+        return None if token in self.hiding else f"{self.ns}.{token}"
+
+
+def parse_open(rest: str) -> tuple[list[OpenDecl], bool]:
+    """(what `open REST` opens, whether it may change how later text elaborates). `open scoped X`
+    activates X's scoped notations and instances only, no names; a plain `open X` activates them
+    too, which `reinterprets` does not model (README)."""
+    words = rest.split()
+    if words and words[0] == "scoped":
+        return [], True
+    m = re.fullmatch(rf"({IDENT_RE.pattern})\s*\(([^)]*)\)", rest.strip())
+    if m:
+        return [OpenDecl(m.group(1), only=set(m.group(2).split()))], False
+    m = re.fullmatch(rf"({IDENT_RE.pattern})\s+hiding\s+(.+)", rest.strip())
+    if m:
+        return [OpenDecl(m.group(1), hiding=frozenset(m.group(2).split()))], False
+    m = re.fullmatch(rf"({IDENT_RE.pattern})\s+renaming\s+(.+)", rest.strip())
+    if m:
+        pairs = [re.split(r"\s*(?:→|->)\s*", p.strip()) for p in m.group(2).split(",")]
+        return [OpenDecl(m.group(1), renames={b: a for a, b in (p for p in pairs if len(p) == 2)})], False
+    return [OpenDecl(w) for w in words if IDENT_RE.fullmatch(w)], False
+
+
+#: `open X in` / `set_option O V in` before a command, on its line (`«in»`, a trailing parser:
+#: `cmd₁ in cmd₂` is `section cmd₁ cmd₂ end`, lean4 src/Lean/Elab/BuiltinCommand.lean
+#: `expandInCmd`): what it opens holds for that one command.
+IN_PREFIX_RE = re.compile(r"\s*(?:open\s+((?:(?!\bin\b).)+?)|set_option\s+\S+\s+\S+)\s+in(?:\s+|$)")
+
+
 class Scope:
     def __init__(self, known: set[str]):
         self.known = known
         self.namespaces: list[str] = []  # the open `namespace` parts ("" for a `section`)
-        self.opened: list[str] = []
+        self.opened: list[OpenDecl] = []
+        #: How many `opened` entries each open `namespace`/`section` found: its `end` drops the
+        #: rest ("A `section`/`end` pair delimits the scope of ... `open` ...", and a `namespace`
+        #: "also acts like `section`", lean4 src/Lean/Parser/Command.lean docstrings).
+        self.marks: list[int] = []
         #: The module's `private` declarations: the name as written (resolved) -> the name Lean
         #: gives the constant, `_private.<Module>.0.<name>` (`mkPrivateName`, lean4
         #: src/Lean/Modifiers.lean and src/Lean/PrivateName.lean); the module's own text
@@ -236,10 +355,22 @@ class Scope:
         if found is not None:
             return [found]
         out: list[str] = []
-        for found in (self.lookup(token), *(self.lookup(f"{pre}.{token}") for pre in self.opened)):
+        opened = [od.target(token) for od in self.opened]
+        for found in (self.lookup(token), *(self.lookup(t) for t in opened if t is not None)):
             if found is not None and found not in out:
                 out.append(found)
         return out
+
+    def push(self, part: str) -> None:
+        """`namespace part` (or `section`, part "")."""
+        self.namespaces.append(part)
+        self.marks.append(len(self.opened))
+
+    def pop(self) -> None:
+        """`end`: what the scope opened is closed with it."""
+        if self.namespaces:
+            self.namespaces.pop()
+            del self.opened[self.marks.pop() :]
 
     def exact(self, token: str) -> str | None:
         """The one constant a token names. Two different candidates are ambiguous: Lean may still
@@ -274,44 +405,115 @@ def mentions(text: str, scope: Scope, own: str) -> list[str]:
     return found
 
 
+def command_head(line: str) -> tuple[list[OpenDecl], str] | None:
+    """What a line (comments blanked) starts, if it starts a declaration at any column, after a
+    same-line doc comment (blanked), attributes, modifiers and `open … in` / `set_option … in`
+    prefixes: (what the prefixes open for it, the line from its attributes or keyword on). Lean's
+    top-level commands have no column check, and `declModifiers` takes an optional doc comment
+    first (lean4 src/Lean/Parser/Command.lean, stored f2482df7)."""
+    opens: list[OpenDecl] = []
+    s = line
+    while m := IN_PREFIX_RE.match(s):
+        if m.group(1) is not None:
+            opens += parse_open(m.group(1))[0]
+        s = s[m.end() :]
+    s = s.strip()
+    if split_header(s) is None and keyword_alone(s) is None:
+        return None
+    return opens, s
+
+
+def keyword_alone(line: str) -> str | None:
+    """The declaration keyword of a header whose name is on a following line (`theorem` then the
+    name: `"theorem " >> recover declId …`, the space only for the pretty printer, no column
+    check, lean4 src/Lean/Parser/Command.lean), or None."""
+    s = line
+    while m := (re.match(r"@\[[^\]]*\]\s*", s) or re.match(r"set_option\s+\S+\s+\S+\s+in\s+", s)):
+        s = s[m.end() :]
+    words = s.split()
+    while words and words[0] in MODIFIERS:
+        words = words[1:]
+    return words[0] if len(words) == 1 and words[0] in DECL_KEYWORDS else None
+
+
+def scope_command(line: str) -> list[str] | None:
+    """The words of a `namespace`/`section`/`end` command at any column, or None."""
+    words = line.split()
+    if words[:1] in (["namespace"], ["section"], ["end"]) or words[:2] == ["noncomputable", "section"]:
+        return words
+    return None
+
+
 def analyze(text: str, imported: set[str], module: str) -> list[dict]:
     """Every theorem/def/abbrev/axiom of a module: its name, its stated type (a single
     known identifier, or the text and the known constants it mentions) and its value (a single
     known identifier, or the known constants the body mentions). A `private` declaration of
     `module` is named `_private.<module>.0.<name>`, as Lean names it (`mkPrivateName`, lean4
-    src/Lean/Modifiers.lean), so `N` is not declared under its written name."""
+    src/Lean/Modifiers.lean), so `N` is not declared under its written name. A declaration is
+    found at any column, behind a same-line doc comment, after `open … in`, and with its name on
+    a following line; `open` lasts to the `end` of its `namespace`/`section`, `open … in` for
+    one command (see `command_head`, `Scope.pop`)."""
     scope = Scope(set(BUILTIN_NAMES) | imported)
     raw = text.split("\n")
     lines = strip_comments(text).split("\n")  # blanked comments keep the line numbers of `raw`
     records: list[dict] = []
+    #: What `open … in` lines just above opened for the next command.
+    pending: list[OpenDecl] = []
+
+    def starts_command(line: str) -> bool:
+        return command_head(line) is not None or scope_command(line) is not None
+
     i = 0
     while i < len(lines):
         line = lines[i]
         i += 1
-        if not line or line[0].isspace():
+        stripped = line.strip()
+        if not stripped:
             continue
-        words = line.split()
-        if words[0] == "namespace" and len(words) > 1:
-            scope.namespaces.append(words[1])
+        words = scope_command(line)
+        if words is not None:
+            pending = []
+            if words[0] == "end":
+                scope.pop()
+            else:
+                scope.push(words[1] if words[0] == "namespace" and len(words) > 1 else "")
             continue
-        if words[0] == "section" or words[:2] == ["noncomputable", "section"]:
-            scope.namespaces.append("")
+        prefix = IN_PREFIX_RE.fullmatch(stripped)
+        if prefix is not None:  # `open X in` / `set_option … in` alone: it wraps what follows
+            if prefix.group(1) is not None:
+                pending += parse_open(prefix.group(1))[0]
             continue
-        if words[0] == "end":
-            if scope.namespaces:
-                scope.namespaces.pop()
-            continue
-        if words[0] == "open":
-            scope.opened.extend(w for w in words[1:] if IDENT_RE.fullmatch(w))
-            continue
-        if reinterprets(line):
+        if reinterprets(stripped):  # a command keyword at any column (stricter)
             scope.text_keys = False
-        header = split_header(line)
+        head = command_head(line)
+        if head is None:
+            if stripped.split()[0] == "open" and not re.search(r"\sin(\s|$)", stripped):
+                # `open X` (a tactic needs `open X in`): it lasts to its scope's `end`.
+                opened, reinterpreting = parse_open(stripped[len("open") :])
+                scope.opened.extend(opened)
+                scope.text_keys = scope.text_keys and not reinterpreting
+            pending = []
+            continue
+        opens, decl_line = head
+        header_at = i - 1
+        if split_header(decl_line) is None:  # `theorem` alone: its name on a following line
+            while i < len(lines) and not lines[i].strip():
+                i += 1
+            if i >= len(lines):
+                break
+            decl_line = f"{decl_line} {lines[i].strip()}"
+            i += 1
+        header = split_header(decl_line)
         if header is None:
+            pending = []
             continue
         keyword, short, rest, private = header
         block = [rest]
-        while i < len(lines) and (not lines[i].strip() or lines[i][0].isspace()):
+        while (
+            i < len(lines)
+            and (not lines[i].strip() or lines[i][0].isspace())
+            and not (lines[i].strip() and starts_command(lines[i]))
+        ):
             block.append(lines[i])
             i += 1
         written = scope.full_name(short)
@@ -321,9 +523,13 @@ def analyze(text: str, imported: set[str], module: str) -> list[dict]:
         # its own text resolves names in `Foo.Bla` first (`resolveUsingNamespace`).
         decl_ns = "" if short.startswith("_root_.") else short.rpartition(".")[0]
         scope.namespaces.append(decl_ns)
+        transient = pending + opens
+        scope.opened.extend(transient)
         rec = record(keyword, name, "\n".join(block), scope)
+        del scope.opened[len(scope.opened) - len(transient) :]
         scope.namespaces.pop()
-        owned = owned_directives(raw, i - len(block))
+        pending = []
+        owned = owned_directives(raw, header_at)
         if owned:
             rec["judge"] = owned
         records.append(rec)
@@ -501,13 +707,16 @@ def read_olean(path: str, module: str) -> dict:
 
 
 def find_olean(module: str, search_path: list[str]) -> str:
-    """`findOLean` (src/Lean/Util/Path.lean): the first entry holding the root decides."""
+    """`findOLean` (src/Lean/Util/Path.lean @0514f7ca8b36 `findWithExt`): the first entry holding
+    the root directory, or a root `.olean` of any file type (`pathExists`), decides. An empty
+    entry is joined as `/ROOT` (`FilePath.join "" r` is `"" ++ "/" ++ r`, src/Init/System/FilePath.lean),
+    never the working directory."""
     root = module.split(".")[0]
     rel = module.replace(".", "/") + ".olean"
     for entry in search_path:
-        base = os.path.join(entry, root) if entry else root
-        if os.path.isdir(base) or os.path.isfile(base + ".olean"):
-            return os.path.join(entry, rel) if entry else rel
+        base = os.path.join(entry or "/", root)
+        if os.path.isdir(base) or os.path.lexists(base + ".olean"):
+            return os.path.join(entry or "/", rel)
     raise LeanError(
         f"unknown module prefix '{root}'\n\nNo directory '{root}' or file '{root}.olean' in the "
         "search path entries:\n" + "\n".join(search_path)
@@ -535,34 +744,33 @@ def load_modules(modules: list[str], search_path: list[str]) -> tuple[list[tuple
     return records, done
 
 
-def known_names(olean_paths: list[str]) -> set[str]:
-    """The names the modules at these paths declare, and what they import (compile time)."""
+def known_names(modules: list[str], search_path: list[str]) -> set[str]:
+    """The names the modules declare, and what they import, each found by name on the search
+    path as Lean's `importModules` finds them (compile time); a module the double cannot read
+    adds nothing (the build then knows fewer names: stricter, never kinder)."""
     names: set[str] = set()
     seen: set[str] = set()
-    todo = list(olean_paths)
+    todo = list(modules)
     while todo:
-        path = todo.pop()
-        if path in seen:
+        mod = todo.pop()
+        if mod in seen:
             continue
-        seen.add(path)
+        seen.add(mod)
         try:
-            with open(path, "rb") as f:
-                if f.read(len(b"double-olean ")) != b"double-olean ":
-                    continue
-                lines = f.read().decode("utf-8", "replace").split("\n")
-        except OSError:
+            data = read_olean(find_olean(mod, search_path), mod)
+        except LeanError:
             continue
-        for line in lines:
-            if line.startswith("import "):
-                parts = line.split(" ", 2)
-                if len(parts) == 3:
-                    todo.append(parts[2])
-            elif line.startswith("xdecl "):
-                try:
-                    names.add(json.loads(line[6:])["name"])
-                except (ValueError, KeyError, TypeError):
-                    pass
+        todo.extend(data["imports"])
+        names.update(rec["name"] for rec in data["records"])
     return names
+
+
+def frontend_search_path() -> list[str]:
+    """The `lean` frontend's search path: `LEAN_PATH` split at `:` (empty pieces kept), then the
+    toolchain's own `lib/lean` (`initSearchPath`, src/Lean/Util/Path.lean @0514f7ca8b36)."""
+    lean_path = os.environ.get("LEAN_PATH")
+    builtin = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib", "lean")
+    return (lean_path.split(":") if lean_path is not None else []) + [builtin]
 
 
 # ---- constants: canonical (trusted) and derived from the source (the submission's) ------------
@@ -951,6 +1159,14 @@ def flush_out() -> None:
         _out.flush()
     except OSError:
         pass
+
+
+def io_error_text(exc: OSError, path: str) -> str:
+    """`IO.Error.toString` of a file that could not be opened (lean4 src/Init/System/IOError.lean:
+    `fopenErrorToString gist fn code details` writes `gist (error code: code)` and then
+    `\n  file: fn`; a missing file is `noFileOrDirectory`, with no details)."""
+    gist = "no such file or directory" if exc.errno == errno.ENOENT else (exc.strerror or "error").lower()
+    return f"{gist} (error code: {exc.errno})\n  file: {path}"
 
 
 def find_sysroot() -> str:
@@ -1667,16 +1883,14 @@ def judge_export(
             reason = reason[:1000] + "...(clipped)"
         return [*out, f"v {v} {replayed} {kind} {lean_string(reason)[1:-1]}"]
 
-    try:
-        trusted = trusted_env(toolchain_lib, lib, allowed, terms)
-    except LeanError:
-        trusted = {n: as_terms(ci, terms) for n, ci in builtins().items()}
+    # A LeanError here propagates (exit 1, before the replay marker: bin/lean): the trusted modules
+    # are the grader's, so a failure to read them is no verdict, as Judge.lean's `importModules`.
+    trusted = trusted_env(toolchain_lib, lib, allowed, terms)
     try:
         with open(path, "rb") as f:
             data = f.read().decode("utf-8", "replace")
     except OSError as exc:
-        what = (exc.strerror or "error").lower()
-        return verdict("replay", f"malformed export: {what} (error code: {exc.errno}, {path})")
+        return verdict("replay", f"malformed export: {io_error_text(exc, path)}")
     try:
         reader.parse(data)
     except ParseError as exc:
@@ -1807,7 +2021,7 @@ def check_export(path: str) -> str | None:
         with open(path, "rb") as f:
             reader.parse(f.read().decode("utf-8", "replace"))
     except OSError as exc:
-        return f"{(exc.strerror or 'error').lower()} (error code: {exc.errno}, {path})"
+        return io_error_text(exc, path)
     except ParseError as exc:
         return str(exc)
     consts = reader.consts
@@ -1899,20 +2113,40 @@ def proves(own: tuple, value: int, terms: Terms, consts: dict, trusted: dict) ->
 
 def main(argv: list[str]) -> int:
     cmd, args = argv[0], argv[1:]
-    if cmd == "record":
-        src, oleans = args[0], args[1:]
+    if cmd == "trusted-check":  # the judge's `importModules` of the allowed modules, before its marker
         try:
-            with open(src, encoding="utf-8", errors="replace") as f:
-                text = f.read()
+            load_modules(args[2:], [args[0], args[1]])
+        except LeanError as exc:
+            print(str(exc).replace("\n", " "))
+            return 1
+        return 0
+    if cmd == "record":
+        src, imported = args[0], args[1:]
+        try:
+            # Read without newline translation: a lone carriage return is Lean's parse error
+            # (`whitespace_error`); the analysis sees the lines as Python's universal newlines do.
+            with open(src, encoding="utf-8", errors="replace", newline="") as f:
+                exact = f.read()
+            text = exact.replace("\r\n", "\n").replace("\r", "\n")
             # The module's name as bin/lean derives it from the source path.
             module = src[: -len(".lean")].replace("/", ".") if src.endswith(".lean") else ""
             lemma_at = lemma_command_line(text)
             if lemma_at is not None:  # bin/lean fails the build there
                 print(f"xlemma {lemma_at}")
-            for rec in analyze(text, known_names(oleans), module):
+            if (bad := whitespace_error(exact)) is not None:  # and there
+                print(f"xparse {bad[0]} {bad[1]} {bad[2]}")
+            for rec in analyze(text, known_names(imported, frontend_search_path()), module):
                 print("xdecl " + json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
         except Exception as exc:  # the build must not fail on the double's own reading
             print(f"xerror {type(exc).__name__}: {exc}".replace("\n", " "))
+        return 0
+    if cmd == "parse-errors":  # bin/lake's builds: the first error Lean's parser would report
+        with open(args[0], encoding="utf-8", errors="replace", newline="") as f:
+            text = f.read()
+        if (at := lemma_command_line(text)) is not None:
+            print(f"{args[0]}:{at}:0: error: unexpected identifier; expected command")
+        elif (bad := whitespace_error(text)) is not None:
+            print(f"{args[0]}:{bad[0]}:{bad[1]}: error: {bad[2]}")
         return 0
     if cmd == "leanexport":
         return leanexport(args)

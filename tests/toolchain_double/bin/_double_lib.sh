@@ -28,25 +28,52 @@ msg() {
         "$(json_escape "$3")" "$2" "$1" "$(json_escape "$4")"
 }
 
-# resolve MODULE: the .olean real Lean would load for MODULE, or nothing. Like `findWithExt`
-# (lean4 src/Lean/Util/Path.lean): the FIRST search-path entry holding the module's root
-# directory or root .olean decides; the file under it must then exist.
+# resolve MODULE: the .olean real Lean would load for MODULE, or nothing, on the search path of
+# the `lean` frontend (compile mode, and the imports `--run` elaborates): `$LEAN_PATH`, then the
+# toolchain's own `lib/lean` (`initSearchPath`: `sp ++ (SearchPath.parse LEAN_PATH ++ [<prefix>/lib/lean])`,
+# lean4 src/Lean/Util/Path.lean @0514f7ca8b36). `$LEAN_PATH` is split at `:` only, every piece
+# kept as it is, empty ones too: `SearchPath.parse s := s.splitToList (fun c => SearchPath.separator
+# == c) |>.map FilePath.mk` (src/Init/System/FilePath.lean @02edefea5275), so no globbing and no
+# splitting at spaces. It is walked by parameter expansion, which neither globs nor drops an empty
+# piece (an empty entry joins as `/ROOT`, as `FilePath.join "" r` is `"/" ++ r`). An unset
+# `LEAN_PATH` adds no entry.
 resolve() {
-    root=${1%%.*}
+    if [ -n "${LEAN_PATH+set}" ]; then
+        rest=$LEAN_PATH
+        while :; do
+            entry=${rest%%:*}
+            if found=$(resolve_in "$1" "$entry"); then  # this entry decided
+                [ -z "$found" ] || printf '%s\n' "$found"
+                return 0
+            fi
+            case $rest in *:*) rest=${rest#*:} ;; *) break ;; esac
+        done
+    fi
+    resolve_in "$1" "$here/../lib/lean"
+    return 0
+}
+
+# resolve_in MODULE ENTRY...: as `findWithExt` over the search path ENTRY... (each one as it is):
+# the FIRST entry holding the module's root directory, or a root `.olean` of any file type
+# (`isDir`, `pathExists`, src/Init/System/IO.lean), decides; the module's file under it must then
+# exist (else nothing, and Lean's own read fails later). Prints the path; returns 1 when no entry
+# has the root. Judge.lean sets its search path to exactly two entries (`searchPathRef.set
+# [a.toolchainLib, a.lib]`), never parsed, so the judge calls this directly.
+resolve_in() {
+    module=$1
+    shift
+    root=${module%%.*}
     if [ "$root" = LeanExport ] && [ -f "$here/../double-no-leanexport" ]; then
         return 0  # not in this toolchain (even if the removal above could not happen)
     fi
-    rel=$(printf '%s' "$1" | tr . /)
-    old_ifs=$IFS
-    IFS=:
-    for entry in $LEAN_PATH; do
-        if [ -d "$entry/$root" ] || [ -f "$entry/$root.olean" ]; then
-            IFS=$old_ifs
-            [ -f "$entry/$rel.olean" ] && printf '%s\n' "$entry/$rel.olean"
+    rel=$(printf '%s' "$module" | tr . /)
+    for entry in "$@"; do
+        if [ -d "$entry/$root" ] || [ -e "$entry/$root.olean" ]; then
+            if [ -f "$entry/$rel.olean" ]; then printf '%s\n' "$entry/$rel.olean"; fi
             return 0
         fi
     done
-    IFS=$old_ifs
+    return 1
 }
 
 # ascii_only: stdin to stdout with every character below 0x20 (but the newline) or at or above

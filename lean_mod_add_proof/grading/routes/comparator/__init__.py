@@ -42,9 +42,15 @@ what the grader makes of them (verdict.py `comparator_verdict`):
   2. the solution: "Building <solution>" (`safeLakeBuild`; `Building {target}` at 6731c729),
      "Exporting #[...] from <solution>" (`safeExport`), then `verifyMatch` (`compareAt`,
      `checkAxioms`, "Running <kernel> kernel on solution" from `runExternalKernel`): a failure is
-     a rejection, but for a step SIGKILLed ("Child exited with 137", or "<kernel> exited with
-     137": bwrap reports a signal as 128+N) while the kernel's OOM-kill counter moved (not
-     judged, as on the other routes: process/limits.py `oom_kill_count`).
+     a rejection, but for a host fault (verdict.py `host_fault`, in any phase, read from what the
+     submission cannot write, host.py): a sandbox Lake's bwrap did not start (the grade's
+     `COMPARATOR_BWRAP` wrapper records bwrap's `--json-status-fd`: no `exit-code` document), the
+     work disk full at any moment of the run (sampled while it runs: Lake deletes its temporary
+     files on the way out, and a full disk can leave a truncated olean without an error), or the
+     OOM killer acting under the grade's memory cap (the grader's cgroup `memory.events`
+     `oom_kill`, else /proc/vmstat's); each is not judged. Lake's own text (`bwrap: ...`,
+     `resource exhausted (error code: 28, no space left on device)`, `Child exited with 137`)
+     only names it in the reason.
   The phase is read from the outer `lake`'s own progress lines, all printed before the step
   they name (`SOLUTION_PHASE_MARKS`), and from the sandboxed steps' command lines in /proc
   (`SOLUTION_PHASE_ARGV`: a process running with the solution module as an argument): any one
@@ -131,6 +137,7 @@ from lean_mod_add_proof.grading.routes.comparator.probe import (
     host_requirements,
     parse_lake_help,
     probe_comparator,
+    probe_report,
 )
 from lean_mod_add_proof.grading.routes.comparator.route import ComparatorRoute
 from lean_mod_add_proof.grading.routes.comparator.run import (
@@ -203,6 +210,7 @@ __all__ = [
     "prebuild_allowance",
     "prebuild_key",
     "probe_comparator",
+    "probe_report",
     "run_comparator",
     "solution_phase_start",
     "trusted_files",

@@ -17,10 +17,10 @@ from lean_mod_add_proof.grading.process import (
     HostFault,
     Limits,
     child_env,
-    oom_kill_count,
     run_command,
 )
 from lean_mod_add_proof.grading.result import AxiomsMode, CommandRecord, GraderSettings, Stage
+from lean_mod_add_proof.grading.routes.comparator import host
 from lean_mod_add_proof.grading.routes.comparator.output import last_error
 from lean_mod_add_proof.grading.routes.comparator.package import (
     CHALLENGE_MODULE,
@@ -175,13 +175,18 @@ async def ensure_prebuilt_challenge(
     return PrebuiltChallenge(entry.package, seconds, tuple(entry.records))
 
 
-def comparator_env(toolchain_dir: Path, home: Path, tmpdir: Path, probe: ComparatorProbe) -> dict[str, str]:
+def comparator_env(
+    toolchain_dir: Path, home: Path, tmpdir: Path, probe: ComparatorProbe, bwrap: Path | None = None
+) -> dict[str, str]:
     """The outer `lake`'s whole environment: nothing inherited from the grader, the toolchain's
-    bin first (Lake finds its Lean next to itself), the tools' directories, and the bwrap the
-    probe found as `COMPARATOR_BWRAP` (an absolute path `which` resolves)."""
+    bin first (Lake finds its Lean next to itself), the tools' directories, and as
+    `COMPARATOR_BWRAP` (an absolute path `which` resolves) `bwrap`, the run's recording wrapper
+    (host.py `bwrap_wrapper`), or else the bwrap the probe found."""
     env = child_env(home, toolchain_dir / "bin", tmpdir)
     env["PATH"] = ":".join(dict.fromkeys((str(toolchain_dir / "bin"), *probe.path_dirs, "/usr/bin", "/bin")))
-    if probe.bwrap:
+    if bwrap is not None:
+        env["COMPARATOR_BWRAP"] = str(bwrap)
+    elif probe.bwrap:
         env["COMPARATOR_BWRAP"] = probe.bwrap
     return env
 
@@ -212,10 +217,10 @@ async def run_comparator(
 
     `work_dir` is the grade's own directory (it must exist); the package goes into a fresh
     `work_dir/comparator-package` (a copy of `prebuilt`, the challenge already built, when
-    given), the config, HOME and TMPDIR beside it. The command runs unsandboxed by the grader
-    (the comparator nests its own bwrap) under `deadline` (a `time.monotonic()` value: the
-    submission's `timeout_s` plus `prebuild_allowance`) and `limits`. Never raises for a host
-    fault: that is not judged."""
+    given), the config, HOME, TMPDIR and the bwrap wrapper (host.py) beside it. The command runs
+    unsandboxed by the grader (the comparator nests its own bwrap) under `deadline` (a
+    `time.monotonic()` value: the submission's `timeout_s` plus `prebuild_allowance`) and
+    `limits`, the work disk watched meanwhile. Never raises for a host fault: that is not judged."""
     if probe is None:
         probe = await run_in_thread(probe_comparator, Path(toolchain_dir))
     if not probe.available or probe.lake is None or probe.subcommand is None:
@@ -233,6 +238,7 @@ async def run_comparator(
         home, tmpdir = work_dir / HOME_DIR, work_dir / TMP_DIR
         home.mkdir(mode=0o700)
         tmpdir.mkdir(mode=0o700)
+        wrapper = host.bwrap_wrapper(work_dir, probe.bwrap) if probe.bwrap else None
     except OSError as exc:
         return ComparatorOutcome(
             verdict="not_judged",
@@ -240,13 +246,15 @@ async def run_comparator(
             subcommand=probe.subcommand,
         )
     argv = comparator_argv(probe.lake, probe.subcommand, config_path, paranoid=paranoid)
-    ooms = oom_kill_count()
+    ooms = host.oom_kills()
+    disk = host.DiskWatch(work_dir)
+    disk.start()
     try:
         out: CommandOutcome = await run_command(
             argv,
             stage=stage,
             cwd=package,
-            env=comparator_env(Path(toolchain_dir), home, tmpdir, probe),
+            env=comparator_env(Path(toolchain_dir), home, tmpdir, probe, wrapper),
             deadline=deadline,
             output_cap_bytes=max(output_cap_bytes, MIN_OUTPUT_CAP),
             tail_chars=tail_chars,
@@ -263,11 +271,13 @@ async def run_comparator(
             reason=f"could not run lake {probe.subcommand}: {exc.reason}",
             subcommand=probe.subcommand,
         )
+    finally:
+        full = await disk.stop()
     if not out.started:
         verdict: Verdict = "not_judged"
         reason = "no time was left to run lake comparator"
     else:
-        after = oom_kill_count()
+        status = await run_in_thread(host.read_status, work_dir)
         facts = RunFacts(
             exit_code=out.record.exit_code,
             signal=out.record.signal,
@@ -275,10 +285,13 @@ async def run_comparator(
             limit_exceeded=out.limit_exceeded,
             solution_phase_at=solution_phase_start(out.first_seen, argv_seen_at=out.argv_seen_at),
             seconds=out.record.seconds,
-            # as core.py `oom_killer_acted`: an unreadable counter is the host's (safe) reading
-            oom_killer_acted=ooms is None or after is None or after > ooms,
+            oom_killer_acted=(moved := host.oom_kills_moved(ooms, host.oom_kills())) is not False,
+            oom_kills_seen=moved is True,
             peak_rss_mb=out.peak_rss_mb,
             memory_cap_mb=limits.memory_mb if limits is not None else None,
+            sandboxes_unstarted=status.unstarted,
+            step_killed=status.killed > 0,
+            disk_full=full,
         )
         verdict, reason = comparator_verdict(facts, out.text, axioms_mode=axioms_mode, timeout_s=timeout_s)
     return ComparatorOutcome(

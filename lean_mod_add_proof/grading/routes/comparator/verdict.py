@@ -85,14 +85,51 @@ class RunFacts:
     """How long the run lasted (to its kill, on a timeout)."""
     oom_killer_acted: bool = False
     """The kernel's OOM-kill counter moved during the run (or could not be read)."""
+    oom_kills_seen: bool = False
+    """An OOM-kill counter that could be read moved during the run (host.py `oom_kills_moved`)."""
     peak_rss_mb: int = 0
     memory_cap_mb: int | None = None
+    sandboxes_unstarted: int = 0
+    """Lake's sandboxes whose bwrap never ran its command (host.py `read_status`)."""
+    step_killed: bool = False
+    """A sandboxed step's command died of SIGKILL, as bwrap recorded it (`exit-code` 137)."""
+    disk_full: str | None = None
+    """The work disk ran full at some moment of the run (host.py `DiskWatch`), or None."""
 
 
 def _killed_step(err: str) -> bool:
     """`Child exited with 137` (a sandboxed build or export) or `<kernel> exited with 137`: bwrap
     reports its command's death by SIGKILL as 128 + 9 (the process package docstring)."""
     return err.endswith("exited with 137")
+
+
+def _bwrap_said(text: str) -> str:
+    """bwrap's own last line in the output (`bwrap: ...`, utils.c `die`), for the reason only."""
+    said = [ln.strip() for ln in lines_of(text) if ln.strip().startswith("bwrap: ")]
+    return said[-1] if said else "no bwrap message"
+
+
+def host_fault(facts: RunFacts, text: str) -> str | None:
+    """Why a run that failed failed for the host, in any phase, from what the submission cannot
+    write (pure): a sandbox Lake's bwrap could not start (no `exit-code` status: a missing mount
+    point, a namespace or process limit), the work disk full at some moment of the run (ENOSPC
+    is the host's: the grade's disk cap stops the submission first, oserrors.py), or the OOM
+    killer seen acting (a counter that could be read moved) under the grade's memory cap: its
+    `lean` killed inside a step makes the inner `lake build` fail, so Lake says `Child exited
+    with 1`. None: no host fault seen (a step seen SIGKILLed is weighed in `comparator_verdict`)."""
+    err = last_error(text)
+    if facts.sandboxes_unstarted:
+        return (
+            f"lake comparator's sandbox (bwrap) did not start {facts.sandboxes_unstarted} of its "
+            f"steps ({_bwrap_said(text)}): {err}"
+        )
+    if facts.disk_full is not None:
+        return f"{facts.disk_full} while lake comparator ran: {err}"
+    cap = facts.memory_cap_mb
+    over_cap = cap is not None and facts.peak_rss_mb > cap
+    if facts.oom_kills_seen and not over_cap:
+        return f"the host's OOM killer acted while lake comparator ran, at {facts.peak_rss_mb} MiB: {err}"
+    return None
 
 
 def comparator_verdict(
@@ -104,9 +141,10 @@ def comparator_verdict(
 ) -> tuple[Verdict, str]:
     """Map one run of `lake comparator` to a verdict (pure; the module docstring gives the
     exit codes and phases). The grader's own deadline stopping it is a rejection only once the
-    solution phase had `timeout_s` to itself; its memory cap once the solution phase began; a
-    SIGKILL inside the solution phase is the host's when the OOM killer acted, else the
-    submission's, as on the other routes."""
+    solution phase had `timeout_s` to itself; its memory cap once the solution phase began. A
+    failed run is could not judge whenever `host_fault` finds the host's doing, in any phase;
+    else a SIGKILLed step inside the solution phase is the submission's, as on the other
+    routes."""
     started = facts.solution_phase_at is not None
     if facts.timed_out:
         why = "timed out" + (f" (the {timeout_s:g} s limit ran out)" if timeout_s else "")
@@ -136,18 +174,20 @@ def comparator_verdict(
                 f"{', '.join(ALLOWED_AXIOMS)}; axioms_mode=exact (all of them) needs the replay judge"
             )
         return "accepted", OKAY_LINE
+    if (why := host_fault(facts, text)) is not None:
+        return "not_judged", why
     if facts.exit_code == 1:
         err = last_error(text)
         if not started:
             return "not_judged", f"lake comparator failed before it reached the submission: {err}"
-        if _killed_step(err):
+        if _killed_step(err) or facts.step_killed:
             cap = facts.memory_cap_mb
             if cap is not None and facts.peak_rss_mb > cap:
                 return "rejected", (
                     f"a step of lake comparator was killed: memory cap exceeded "
                     f"({facts.peak_rss_mb} MiB > {cap} MiB): {err}"
                 )
-            if facts.oom_killer_acted:
+            if facts.oom_killer_acted:  # moved, or cannot be told: the host's (safe) reading
                 return "not_judged", (
                     f"a step of lake comparator was killed by the host's OOM killer, at "
                     f"{facts.peak_rss_mb} MiB: {err}"
