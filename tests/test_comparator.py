@@ -32,7 +32,6 @@ from lean_mod_add_proof.grading.process import Limits, find_prlimit
 from lean_mod_add_proof.grading.reference import reference_submission
 from lean_mod_add_proof.grading.result import GraderConfig
 from lean_mod_add_proof.grading.routes import comparator as cmp
-from lean_mod_add_proof.grading.routes.comparator import run as cmp_run
 
 P = 5
 THEOREM = "LeanCheckedNetwork.Net.adds_mod_5"

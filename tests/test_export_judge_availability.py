@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import copy_double, double_config, grade_task, run_double
+from helpers import copy_double, double_config, grade_task, run_double, submission
 
 from lean_mod_add_proof.constants import reference_submission
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
@@ -132,3 +132,18 @@ def test_only_the_toolchains_own_words_count() -> None:
     header = "Judge.lean:87:0: error: missing IR data file for module LeanExport.Parse\n"
     assert interpreter_lacks_ir(header, replay_started=False) == header.strip()
     assert interpreter_lacks_ir(after + header, replay_started=True) is None
+
+
+async def test_after_its_selftest_the_wording_in_the_submissions_data_is_a_verdict(tmp_path: Path) -> None:
+    """Once the export route passed its self-test with `lean --run`, that interpreter ran this
+    judge text to a verdict on the reference: an "unknown declaration" line after the replay
+    marker can only be the submission's data printed raw (an uncaught exception's message), so it
+    is the submission's verdict, and it must not turn the route off for the process (before:
+    could not judge, and every later grade went to the olean route)."""
+    config = double_config(tmp_path, toolchain_dir=copy_double(tmp_path / "tc"), native_judge=False)
+    said = r"x\\n(interpreter) unknown declaration 'LeanExport.parseStream'"
+    res = await grade(submission(f"judge uncaught {said}"), grade_task(), config)
+    assert res.judged and not res.accepted and res.failed_stage == "leanchecker", res.reason
+    assert res.verdict_from == "export" and res.judge_mode == "interpreted", res.reason
+    again = await grade(reference_submission(5), grade_task(), config)
+    assert again.accepted and again.verdict_from == "export", again.reason

@@ -119,6 +119,7 @@ async def choose_route(
             why = await toolchain_check(
                 env.toolchain, g.config, g.task.network_lean, route, runner.verdict_path
             )
+            runner.self_tested = why is None
         if why is not None:  # each route's reason short enough that all of them show
             skipped.append(f"{route.label}: {one_line(why, 170)}")
             continue

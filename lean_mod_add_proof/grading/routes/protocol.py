@@ -85,6 +85,9 @@ class RouteRunner(Protocol):
     route: ClassVar[Route]
     runs_checkers: ClassVar[bool]
     """Whether `kernels = all` can grade on it (the extra checkers read its export)."""
+    self_tested: bool
+    """Set by the route choice once this grade's self-test passed for the route (never for the
+    self-test's own canaries): what the toolchain was shown to do on the reference is known."""
 
     async def prepare(self) -> str | None: ...
 

@@ -125,6 +125,7 @@ class ReplayRoute:
         self.env = env
         self.judge: NativeJudge | None = None
         """The compiled judge, when it built and starts; None: `lean --run Judge.lean`."""
+        self.self_tested = False
 
     @property
     def judge_mode(self) -> JudgeMode:
@@ -309,12 +310,18 @@ class ReplayRoute:
         if out.timed_out or out.limit_exceeded:
             raise StageFailed("leanchecker", command_failure("the judge", out, config.timeout_s) or "")
         if (signum := out.record.signal) is not None or out.record.exit_code != 0:
-            if self.judge is None and (
-                line := interpreter_lacks_ir(out.text, replay_started=replay_started(out.text))
+            if (
+                self.judge is None
+                and not self.self_tested
+                and (line := interpreter_lacks_ir(out.text, replay_started=replay_started(out.text)))
             ):
                 # The toolchain's interpreter cannot run the judge (no IR for a declaration it
                 # imports): nothing of the submission's, and no belief about Lean proved wrong.
                 # The route is unavailable in interpreted mode from now on (native_judge.py).
+                # Only before the route's self-test passed: once it did, this interpreter ran
+                # this judge text to its verdict on the reference, so such a line after the
+                # replay marker could only be the submission's data printed raw (an uncaught
+                # exception's message), and must not let a submission turn the route off.
                 why = needs_native_judge(self.route.reads, line, g.result.judge_note)
                 mark_interpreter_unavailable(env.toolchain, self.route.reads, why)
                 raise not_judged("leanchecker", why)

@@ -33,6 +33,7 @@ class ComparatorRoute:
         self.env = env
         self.probe: ComparatorProbe | None = None
         """The comparator's probe, once the route was considered."""
+        self.self_tested = False
 
     async def prepare(self) -> str | None:
         self.probe = await asyncio.to_thread(probe_comparator, self.env.toolchain.dir)
