@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -1201,3 +1202,114 @@ def test_what_an_empty_environment_means_is_read_from_the_kernel() -> None:
             p.kill()
             p.wait()
     assert procmod._environ_state(1 << 23) == "gone"  # past any pid_max (PID_MAX_LIMIT is 1 << 22)
+
+
+# ---- the shared look: reviews A and B of 2026-12-06 (notes/review-A.md, notes/review-B.md) ---------
+
+
+@pytest.mark.parametrize(
+    ("code", "gone"),
+    [
+        (errno.ENOENT, True),
+        (errno.ESRCH, True),
+        (errno.EACCES, True),
+        (errno.EMFILE, False),
+        (errno.ENFILE, False),
+        (errno.ENOMEM, False),
+    ],
+)
+def test_only_a_gone_or_forbidden_process_reads_as_none(
+    monkeypatch: pytest.MonkeyPatch, code: int, gone: bool
+) -> None:
+    """Review A3 / B P-4: every OSError opening /proc/<pid>/... read as "the process is gone", so
+    a grader out of descriptors or memory forgot live members (uncounted, never killed). Only
+    ENOENT and ESRCH (gone) and EACCES/EPERM (not ours to read) are None; the rest is raised."""
+    real_open = os.open
+
+    def refusing(path: object, *args: object, **kwargs: object) -> int:
+        if isinstance(path, str) and path.startswith(f"/proc/{os.getpid()}/"):
+            raise OSError(code, os.strerror(code), path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refusing)
+    if gone:
+        assert procmod._read_proc(os.getpid(), "stat") is None
+    else:
+        with pytest.raises(OSError) as raised:
+            procmod._stat(os.getpid())
+        assert raised.value.errno == code
+
+
+async def test_a_member_the_host_would_not_let_us_read_is_a_host_fault_not_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review A3 / B P-4, end to end: the watcher's read of a setsid'd member's stat fails with
+    EMFILE once. It used to forget the member (gone from the caps, never killed: it outlived
+    the grade, and the command ran on to its deadline); now the watcher fails closed: the
+    command is a HostFault (could not judge) and its whole tree is dead."""
+    mark = marker()
+    real_open = os.open
+    armed: set[str] = set()
+
+    def refusing(path: object, *args: object, **kwargs: object) -> int:
+        if isinstance(path, str) and path in armed:
+            armed.discard(path)
+            raise OSError(errno.EMFILE, "Too many open files", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refusing)
+    job = asyncio.create_task(
+        run(tmp_path, ["sh", "-c", f"(setsid sleep {mark} &); exec sleep {mark}"], seconds=15)
+    )
+    escapee = None
+    end = time.monotonic() + 30
+    while escapee is None and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+        trees = list(discoverymod._discovery._trees.values())
+        pids = sleepers(mark)
+        if len(trees) == 1 and len(pids) == 2 and all(p in trees[0].ours for p in pids):
+            escapee = next(p for p in pids if p != trees[0].root)  # type: ignore[attr-defined]
+    try:
+        assert escapee is not None, "the escapee was never a member"
+        armed.add(f"/proc/{escapee}/stat")
+        with pytest.raises(process.HostFault, match="out of file descriptors"):
+            await job
+    finally:
+        job.cancel()
+        with contextlib.suppress(BaseException):
+            await job
+        survivors = left_over(mark)
+    assert survivors == []
+
+
+async def test_a_command_whose_first_process_cannot_be_read_is_a_host_fault_and_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review B P-4: when the stat of the command's first process could not be read just after
+    the spawn (EMFILE here), the tree silently had no root: nothing the command started was
+    found by its parent, and the command ran on unwatched. Now that is a HostFault, and what the
+    command started is swept (here a setsid'd escapee, found by its marker)."""
+    mark = marker()
+    real_open = os.open
+    armed: set[str] = set()
+
+    def refusing(path: object, *args: object, **kwargs: object) -> int:
+        if isinstance(path, str) and path in armed:
+            armed.discard(path)
+            raise OSError(errno.EMFILE, "Too many open files", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    class Spawn(subprocess.Popen):  # type: ignore[type-arg]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            armed.add(f"/proc/{self.pid}/stat")  # the next read of it, `attach`'s, fails
+
+    monkeypatch.setattr(os, "open", refusing)
+    monkeypatch.setattr(commandsmod.subprocess, "Popen", Spawn)
+    try:
+        with pytest.raises(process.HostFault, match="out of file descriptors"):
+            await run(tmp_path, ["sh", "-c", f"(setsid sleep {mark} &); exec sleep {mark}"], seconds=10)
+    finally:
+        survivors = left_over(mark)
+    assert survivors == []
+    assert discoverymod._discovery._trees == {}

@@ -256,6 +256,7 @@ async def run_command(
         # No preexec_fn, user, group or extra_groups: CPython then spawns with vfork (3.10+,
         # Modules/_posixsubprocess.c: vfork only when `preexec_fn == Py_None` and no setuid/
         # setgid/setgroups), so a big grader process does not pay for copying its page tables.
+        unfollowed: BaseException | None = None  # why `attach` failed (the host's doing)
         try:
             # Under the look's lock, up to the first process's filing (`attach`): a look between
             # the two would see the command's first children with no tree to file them with.
@@ -270,7 +271,10 @@ async def run_command(
                     process_group=0,  # its own group: one killpg reaches every descendant that stays in it
                     pass_fds=() if status_w is None else (status_w,),
                 )
-                watcher.attach(proc.pid)
+                try:
+                    watcher.attach(proc.pid)
+                except BaseException as exc:  # started, but not followed: swept below, not leaked
+                    unfollowed = exc
         except OSError as exc:
             raise HostFault(
                 _spawn_fault(exc, full[0]), sandbox=sandboxed and exc.errno == errno.ENOENT
@@ -278,6 +282,10 @@ async def run_command(
         finally:
             if status_w is not None:
                 os.close(status_w)  # the child has its copy; EOF once bwrap is gone
+        if unfollowed is not None:
+            _abandon(proc, watcher, None)
+            _raise_if_host_fault(unfollowed)
+            raise unfollowed
         try:
             run = _Run(proc, capture, loop)
         except BaseException:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 
 from lean_mod_add_proof.grading.process.discovery import _discovery
+from lean_mod_add_proof.grading.process.faults import HostFault
 from lean_mod_add_proof.grading.process.limits import _MIB, Limits, disk_and_entries
 from lean_mod_add_proof.grading.process.proc import _PAGE, _kill_exact, _killpg, _read_proc, _stat
 
@@ -128,12 +129,14 @@ class _Watcher:
         _discovery.register(self)
 
     def attach(self, root: int) -> None:
-        """The command is spawned: `root` is its first process (`_discovery.lock` held)."""
+        """The command is spawned: `root` is its first process (`_discovery.lock` held). Raises
+        when its stat cannot be read (the host's fault): a tree without its root is not followed."""
         self.root = root
         st = _stat(root)
-        if st is not None:
-            self.not_before = min(self.not_before, st[1])
-            _discovery.adopt(self, root, st[1])
+        if st is None:  # our own child, not reaped yet: /proc must show it
+            raise HostFault(f"cannot read /proc/{root}/stat of the command just started")
+        self.not_before = min(self.not_before, st[1])
+        _discovery.adopt(self, root, st[1])
 
     def close(self) -> None:
         """Stop following the tree (its watcher is done, or never started)."""
@@ -221,9 +224,18 @@ class _Watcher:
         self.kill()
 
     def kill(self) -> None:
+        """SIGKILL the command's group and every member of its tree. Each member is tried even
+        when another cannot be (/proc unreadable: the host's fault); the first such error is
+        raised after, so the watcher fails closed."""
         _killpg(self.root)
+        failed: OSError | None = None
         for pid, start in list(self.ours.items()):
-            _kill_exact(pid, start)
+            try:
+                _kill_exact(pid, start)
+            except OSError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def sweep(self) -> None:
         """Kill the tree until nothing of it is left alive (bounded by `SWEEP_S`)."""
