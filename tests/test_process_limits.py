@@ -648,26 +648,47 @@ async def test_watchers_end_and_release_everything(tmp_path: Path) -> None:
     assert open_fds() == fds
 
 
+def idle_watcher_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "lean-grader-watch-idle"]
+
+
 async def test_watcher_threads_are_reused_then_end_when_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 10.0)  # no expiry between the runs on a slow host
+    """A command's watcher thread waits, idle, for the next command and runs it; commands at
+    once get a thread each; idle threads end. Each thread is preempted for 0.3 s just after it
+    said its command was done: the flake seen at load 12 (a thread that had not yet counted
+    itself idle when the next command came, so that command got a new thread) made certain.
+    Which thread ran which watcher is recorded, not read from thread names at some moment."""
+    ran_on: list[int] = []
+    real_run, real_finished = watchermod._Watcher.run, watchermod._Watcher.finished
 
-    def idle() -> list[threading.Thread]:
-        return [t for t in threading.enumerate() if t.name == "lean-grader-watch-idle"]
+    def recorded(self: watchermod._Watcher) -> None:
+        ran_on.append(threading.get_ident())
+        real_run(self)
 
-    await run(tmp_path, ["true"])
-    first = idle()
-    assert len(first) == 1  # the watcher's thread waits for the next command
-    await run(tmp_path, ["true"])
-    assert idle() == first  # and runs it: no new thread
-    outs = await asyncio.gather(*(run(tmp_path, ["sh", "-c", "sleep 0.2"]) for _ in range(3)))
-    assert all(o.record.exit_code == 0 for o in outs)  # each watched by a thread of its own
-    assert len(idle()) == 3
-    end = time.monotonic() + 60
-    while idle() and time.monotonic() < end:
+    def preempted(self: watchermod._Watcher) -> None:
+        real_finished(self)
+        time.sleep(0.3)
+
+    monkeypatch.setattr(watchermod._Watcher, "run", recorded)
+    monkeypatch.setattr(watchermod._Watcher, "finished", preempted)
+    end = time.monotonic() + 60  # first, the idle threads of earlier tests end (any may take a command)
+    while idle_watcher_threads() and time.monotonic() < end:
         await asyncio.sleep(0.05)
-    assert idle() == [] and watcher_threads() == []
+    assert idle_watcher_threads() == []
+    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 10.0)  # no expiry between the runs on a slow host
+    await run(tmp_path, ["true"])
+    await run(tmp_path, ["true"])
+    assert len(ran_on) == 2 and ran_on[0] == ran_on[1]  # the first command's thread ran the second
+    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 0.5)
+    outs = await asyncio.gather(*(run(tmp_path, ["sh", "-c", "sleep 0.2"]) for _ in range(3)))
+    assert all(o.record.exit_code == 0 for o in outs)
+    assert len(set(ran_on[2:])) == 3 and ran_on[0] in ran_on[2:]  # a thread each, the idle one reused
+    end = time.monotonic() + 60
+    while (idle_watcher_threads() or watcher_threads()) and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    assert idle_watcher_threads() == [] and watcher_threads() == []
 
 
 async def test_output_cap_and_tail_still_work(tmp_path: Path) -> None:
