@@ -1334,3 +1334,51 @@ async def test_a_command_whose_first_process_cannot_be_read_is_a_host_fault_and_
         survivors = left_over(mark)
     assert survivors == []
     assert discoverymod._discovery._trees == {}
+
+
+def watcher_on(monkeypatch: pytest.MonkeyPatch, discovery: discoverymod._Discovery) -> watchermod._Watcher:
+    """A watcher registered with `discovery` (made in a loop of its own, never run)."""
+    monkeypatch.setattr(watchermod, "_discovery", discovery)
+
+    async def made() -> watchermod._Watcher:
+        return watchermod._Watcher("tok-w", procmod._boot_ticks(), None, asyncio.get_running_loop())
+
+    return asyncio.run(made())
+
+
+def test_a_kill_reads_the_tree_under_the_looks_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review A7: `kill` (from the event loop by the watchdog's `kill_all`, or from the watcher's
+    thread on a cap) copied the tree's members without the look's lock, while any watcher's look
+    may file a new member into it. On CPython 3.11 the GIL can pass in the middle of that copy
+    (a collection started by an allocation runs finalizers); the copy then fails ("dictionary
+    changed size during iteration") and the kill is skipped (`kill_all` suppresses it) or the
+    grade crashes. Here the copy is made slow, to give the look its moment for certain."""
+    discovery = discoverymod._Discovery()
+    w = watcher_on(monkeypatch, discovery)
+    copying = threading.Event()
+
+    class SlowToCopy(dict):  # type: ignore[type-arg]
+        def items(self):  # type: ignore[no-untyped-def, override]
+            for item in dict.items(self):
+                copying.set()
+                time.sleep(0.05)  # the GIL passes to the look's thread here
+                yield item
+
+    w.ours = SlowToCopy({1001: 5, 1002: 6})
+    killed: list[tuple[int, int]] = []
+    monkeypatch.setattr(watchermod, "_killpg", lambda pgid: None)
+    monkeypatch.setattr(watchermod, "_kill_exact", lambda pid, start: killed.append((pid, start)))
+
+    def look_files_a_new_member() -> None:
+        copying.wait(10)
+        with discovery.lock:
+            discovery.adopt(w, 1003, 7)
+
+    looker = threading.Thread(target=look_files_a_new_member)
+    looker.start()
+    try:
+        w.kill()
+    finally:
+        looker.join(10)
+    assert killed == [(1001, 5), (1002, 6)]
+    assert dict(w.ours) == {1001: 5, 1002: 6, 1003: 7}

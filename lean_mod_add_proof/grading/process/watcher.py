@@ -114,8 +114,8 @@ class _Watcher:
         self.limits = limits
         self.argv_marks = argv_marks
         self.argv_seen_at: float | None = None  # when a tree process first had one of them in argv
-        # Written under `_discovery.lock` (by any watcher's look); read by this watcher's thread,
-        # and by `kill` from the event loop (a copy, taken at once under the GIL).
+        # Written under `_discovery.lock` (by any watcher's look); copied under it by this
+        # watcher's polls and by `kill` (from this thread, or from the event loop's `kill_all`).
         self.ours: dict[int, int] = {}  # pid -> start time, every live process of the tree seen
         self.seen: set[int] = set()  # every pid ever in `ours`
         self.live: dict[int, tuple[int, bool]] = {}  # from the last poll: pid -> (ppid, zombie)
@@ -233,8 +233,10 @@ class _Watcher:
         when another cannot be (/proc unreadable: the host's fault); the first such error is
         raised after, so the watcher fails closed."""
         _killpg(self.root)
+        with _discovery.lock:  # (any watcher's look may file a new member meanwhile: review A7)
+            members = list(self.ours.items())
         failed: OSError | None = None
-        for pid, start in list(self.ours.items()):
+        for pid, start in members:
             try:
                 _kill_exact(pid, start)
             except OSError as exc:
