@@ -1382,3 +1382,31 @@ def test_a_kill_reads_the_tree_under_the_looks_lock(monkeypatch: pytest.MonkeyPa
         looker.join(10)
     assert killed == [(1001, 5), (1002, 6)]
     assert dict(w.ours) == {1001: 5, 1002: 6, 1003: 7}
+
+
+def test_the_first_poll_is_served_only_by_a_look_begun_after_the_spawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review A10 / B P-6: the first poll fell due `FIRST_POLL_S` after the watcher was made,
+    before the spawn. When the spawn waited longer than that for the look's lock (another
+    watcher's look running), or `register` ran late, a look begun before the spawn served the
+    first poll, which then found nothing the command had started. It falls due after the spawn."""
+    discovery = discoverymod._Discovery()
+    w = watcher_on(monkeypatch, discovery)  # made, and registered, before the spawn
+    time.sleep(2 * watchermod.FIRST_POLL_S)  # the spawn waits for the lock: another watcher's look
+    with discovery.lock:
+        discovery.look(time.monotonic())
+    mark = marker()
+    with discovery.lock:
+        proc = subprocess.Popen(["sh", "-c", f"sleep {mark} & wait"], process_group=0)
+        w.attach(proc.pid)
+    try:
+        end = time.monotonic() + 30
+        while not sleepers(mark) and time.monotonic() < end:
+            time.sleep(0.01)
+        (child,) = sleepers(mark)
+        w.poll(w._next_poll)  # the first poll, as `run` makes it
+        assert child in w.ours
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()

@@ -21,7 +21,7 @@ from lean_mod_add_proof.grading.process.proc import _PAGE, _kill_exact, _killpg,
 #: How often each watcher polls: its tree's memory and process caps, and new members (through the
 #: shared look, `_Discovery`). The regular polls of all watchers fall due on one grid of this period.
 RSS_POLL_S = 0.05
-#: The first look comes a little later, so a command that is over in a few milliseconds costs
+#: The first look comes a little after the spawn, so a command that is over in a few milliseconds costs
 #: one listing of /proc (the final sweep), not two. What it started meanwhile is found then.
 FIRST_POLL_S = 0.01
 #: How often the watcher adds up the disk use under `Limits.disk_paths`.
@@ -128,7 +128,8 @@ class _Watcher:
         self._halt = threading.Event()
         self._loop = loop
         self.done: asyncio.Future[None] = loop.create_future()
-        self._next_poll = time.monotonic() + FIRST_POLL_S
+        self._next_poll = time.monotonic() + FIRST_POLL_S  # (set again by `attach`)
+        self.spawned_at = -math.inf  # when `attach` was given the command's first process
         self._ending = False
         self.started = False  # handed to a thread (`_WatcherThreads.start`), whose `run` closes it
         _discovery.register(self)
@@ -142,6 +143,11 @@ class _Watcher:
             raise HostFault(f"cannot read /proc/{root}/stat of the command just started")
         self.not_before = min(self.not_before, st[1])
         _discovery.adopt(self, root, st[1])
+        # The first poll falls due after the spawn, not after this watcher was made: the spawn
+        # may have waited for the lock (another watcher's look), and a look begun before it
+        # must not serve that poll (reviews A10, B P-6: it found nothing of the command).
+        self.spawned_at = time.monotonic()
+        self._next_poll = self.spawned_at + FIRST_POLL_S
 
     def close(self) -> None:
         """Stop following the tree (its watcher is done, or never started)."""
@@ -159,6 +165,7 @@ class _Watcher:
         grader's CPU per grade when the commands outnumber the cores and take longer."""
         if asked_at is None:
             asked_at = time.monotonic()
+        asked_at = max(asked_at, self.spawned_at)  # (never served by a look begun before the spawn)
         self._next_poll = (math.floor(time.monotonic() / RSS_POLL_S) + 1) * RSS_POLL_S
         with _discovery.lock:
             _discovery.look(asked_at)
