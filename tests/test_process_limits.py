@@ -1410,3 +1410,62 @@ def test_the_first_poll_is_served_only_by_a_look_begun_after_the_spawn(
     finally:
         os.killpg(proc.pid, 9)
         proc.wait()
+
+
+def test_in_a_listing_a_process_never_to_be_decided_is_given_up_for_good(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review A4 / B P-7: in whole listings, an orphan whose environment can never be read
+    (another user's child of init) was read again at every look, for ever: given up after its
+    time, it was put nowhere, so the next listing began it afresh. A zombie child of the grader
+    too (its environment reads empty). Now the first is given up for good (filed as of no
+    tree, with its start time) and a zombie's environment is never read."""
+    me = os.getpid()
+    stats = {
+        1101: (1, 70, 1, False, 0),  # another user's child of init: not ours to read
+        1102: (me, 71, 1, True, 0),  # a zombie child of the grader
+    }
+    proc = FakeProc(monkeypatch, stats, {}, last_pid=1100, listing=True)
+    reads: list[int] = []
+    unreadable = proc._read_proc
+    monkeypatch.setattr(discoverymod, "_read_proc", lambda pid, *a: reads.append(pid) or unreadable(pid, *a))
+    proc.trees("tok-t")
+    for _ in range(20):  # 0.4 s of looks: past `_UNSEEN_S`
+        proc.look(after=0.02)
+    assert 1102 not in reads and 1101 in reads and proc.discovery.waiting == {}
+    reads.clear()
+    for _ in range(60):  # 1.2 s more, past `_RANGE_GAP_S` (when what was filed so is checked again)
+        proc.look(after=0.02)
+    assert reads == []
+
+
+@pytest.mark.parametrize("between", ["listings", "range looks"])
+def test_a_pid_of_no_tree_taken_by_a_new_member_is_found_within_a_second(
+    monkeypatch: pytest.MonkeyPatch, between: str
+) -> None:
+    """Reviews A6 and B P-8: a whole listing files the pids of no tree so it need not stat them
+    again, by pid alone, and forgot them only on a listing more than `_RANGE_GAP_S` after the
+    last look. A pid of no tree that exits and is taken by a member's child (missed by the range
+    looks, or between two listings) was never looked at while it stayed listed: not between
+    listings 50 ms apart, nor after seconds of range looks. Each is now filed with its start
+    time and checked again once `_RANGE_GAP_S` old."""
+    me = os.getpid()
+    stats = {1200: (me, 79, 1, False, 0), 1201: (9999, 80, 1, False, 0)}  # a member; someone else's
+    proc = FakeProc(monkeypatch, stats, {}, last_pid=1201)
+    (t,) = proc.trees("tok-t")
+    with proc.discovery.lock:
+        proc.discovery.adopt(t, 1200, 79)
+    monkeypatch.setattr(discoverymod, "_RANGE_MAX", -1)  # every look a listing
+    proc.look()
+    assert t.ours == {1200: 79}
+    stats[1201] = (1200, 90, 1, False, 0)  # gone, and its pid taken by the member's child
+    if between == "range looks":
+        monkeypatch.setattr(discoverymod, "_RANGE_MAX", 4096)
+        for _ in range(40):  # two seconds of them; none sees the child (its pid is not new to them)
+            proc.look(after=0.05)
+        monkeypatch.setattr(discoverymod, "_RANGE_MAX", -1)
+        proc.look(after=0.05)
+    else:
+        for _ in range(25):
+            proc.look(after=0.05)
+    assert t.ours == {1200: 79, 1201: 90}

@@ -91,7 +91,9 @@ class _Discovery:
         self._owner: dict[int, _Tree] = {}  # every member pid of a registered tree -> its tree
         self._last_pid: int | None = None
         self._looked_at = -math.inf  # when the last look began
-        self._other: set[int] = set()  # in whole listings: pids known to belong to no tree
+        # In whole listings: pid -> (start time, when last found so) of processes known to be of
+        # no tree (`_candidates` stats each again once it is `_RANGE_GAP_S` old: reviews A6, B P-8).
+        self._other: dict[int, tuple[int, float]] = {}
         self._retry: dict[int, _Undecided] = {}  # undecided pids, to look at again
         # Of those, the live ones a final sweep waits for -> their start times. Replaced by each
         # look, never changed once set, so a sweep may read it without the lock.
@@ -190,21 +192,27 @@ class _Discovery:
                 del pending[pid]
                 progress = True
                 if ppid in unsure:  # its parent is undecided: so is it
-                    unsure[pid] = self._keep(pid, st[1], now, old, retry, waiting if unsure[ppid] else None)
+                    keep = waiting if unsure[ppid] else None
+                    unsure[pid] = self._keep(pid, st[1], now, old, retry, keep, listing)
                     continue
                 tree = self._owner.get(ppid)
                 if tree is not None and not self._is_parent(tree, ppid, st[1], stats):
                     tree = None
                 if tree is None and ppid in adopters:  # an orphan, or a child of the grader or above
-                    environ, state = _orphans_environ(pid)
+                    # (a zombie's environment reads empty, a thread's is its process's: neither
+                    # is read, and neither has children to file)
+                    zombie_or_thread = st[3] or not _is_process(pid)
+                    environ, state = (b"", "gone") if zombie_or_thread else _orphans_environ(pid)
                     if state == "unreadable":  # not ours to read, it seems: looked at for a while
-                        unsure[pid] = self._keep(pid, st[1], now, old, retry)
+                        unsure[pid] = self._keep(pid, st[1], now, old, retry, None, listing)
                         continue
                     if state == "changing":  # in the middle of an exec: wait for it
-                        unsure[pid] = self._keep(pid, st[1], now, old, retry, waiting)
+                        unsure[pid] = self._keep(pid, st[1], now, old, retry, waiting, listing)
                         continue
                     if state == "gone":  # nothing to file; a child it left is an orphan now
                         unsure[pid] = True
+                        if listing:  # (a zombie stays listed until reaped: not read again)
+                            self._other[pid] = (st[1], now)
                         continue
                     tree = self._marked(environ)  # ("empty": no environment, so no marker)
                 if tree is not None and st[1] >= tree.not_before:
@@ -213,7 +221,7 @@ class _Discovery:
                     else:  # gone since its stat (or a thread, which has no children)
                         unsure[pid] = True
                 elif listing:
-                    self._other.add(pid)
+                    self._other[pid] = (st[1], now)
         return retry, waiting
 
     def _is_parent(self, tree: _Tree, ppid: int, child_start: int, stats: dict[int, _Stat | None]) -> bool:
@@ -247,14 +255,17 @@ class _Discovery:
         old: Mapping[int, _Undecided],
         retry: dict[int, _Undecided],
         waiting: dict[int, int] | None = None,
+        listing: bool = False,
     ) -> bool:
         """Look at `pid` again next look: it is undecided. Its process (started at `start`;
         None: none visible) is given up once it is gone, once its pid is another process's, or
         at its deadline: `_UNDECIDED_S` after it was first left undecided with `waiting` (a
         live process in the middle of an exec, or the child of an undecided one: a final sweep
         waits for it, see `waiting_for`), else `_UNSEEN_S` (a fork in flight, or a process gone
-        or not readable). Returns whether a sweep waits for it, and so for its children
-        (`waiting` given)."""
+        or not readable). A live process given up in a whole `listing` is filed as of no tree,
+        so the next listing does not begin it afresh (review A4: an environment never to be
+        read was read at every look for ever). Returns whether a sweep waits for it, and so for
+        its children (`waiting` given)."""
         waits = waiting is not None
         prev = old.get(pid)
         if start is None and prev is not None and prev.start is not None:
@@ -262,6 +273,8 @@ class _Discovery:
         if prev is None or prev.start != start:
             prev = _Undecided(start, now + (_UNDECIDED_S if waits else _UNSEEN_S))
         if now > prev.until:
+            if listing and start is not None:
+                self._other[pid] = (start, now)
             return waits
         retry[pid] = prev
         if waiting is not None and start is not None:
@@ -279,11 +292,22 @@ class _Discovery:
             if span is not None:
                 return span, False
         listed = _listed_pids()
-        if gap < _RANGE_GAP_S:
-            self._other &= listed
-        else:
-            self._other.clear()  # a pid seen before may belong to someone else by now
-        return listed - self._owner.keys() - self._other, True
+        self._recheck_other(listed, now)
+        return listed - self._owner.keys() - self._other.keys(), True
+
+    def _recheck_other(self, listed: set[int], now: float) -> None:
+        """Keep in `_other` only what is still listed and, for an entry found `_RANGE_GAP_S` ago
+        or more, still the same process (stat again: its pid may have been taken by a new
+        process since, perhaps a member's child, missed by range looks in between)."""
+        for pid in [pid for pid in self._other if pid not in listed]:
+            del self._other[pid]
+        for pid, (start, at) in list(self._other.items()):
+            if now - at >= _RANGE_GAP_S:
+                st = _stat(pid)
+                if st is None or st[1] != start:
+                    del self._other[pid]
+                else:
+                    self._other[pid] = (start, now)
 
 
 _discovery = _Discovery()
