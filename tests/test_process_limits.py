@@ -481,8 +481,7 @@ class FakeProc:
 
     def look(self, after: float = 0.001) -> None:
         self.clock[0] += after
-        with self.discovery.lock:
-            self.discovery.look(asked_at=self.clock[0])
+        self.discovery.look(asked_at=self.clock[0])
 
     def marked(self, token: str) -> bytes:
         return b"A=1\0" + process.TREE_ENV_VAR.encode() + b"=" + token.encode() + b"\0"
@@ -513,7 +512,9 @@ def test_a_new_pid_is_filed_with_the_tree_of_its_parent_or_of_its_marker(
     assert a.ours == {101: 50, 102: 51}
     assert b.ours == {103: 52}
     assert c.ours == {}
-    assert sorted(proc.statted) == [101, 102, 103, 104, 105]  # each once, for all three trees
+    # Each once for all three trees; an orphan once more, after its environment is read
+    # (without the lock: it may have changed meanwhile).
+    assert sorted(proc.statted) == [101, 102, 103, 103, 104, 104, 105]
 
 
 @needs_bwrap
@@ -1394,8 +1395,7 @@ def test_the_first_poll_is_served_only_by_a_look_begun_after_the_spawn(
     discovery = discoverymod._Discovery()
     w = watcher_on(monkeypatch, discovery)  # made, and registered, before the spawn
     time.sleep(2 * watchermod.FIRST_POLL_S)  # the spawn waits for the lock: another watcher's look
-    with discovery.lock:
-        discovery.look(time.monotonic())
+    discovery.look(time.monotonic())
     mark = marker()
     with discovery.lock:
         proc = subprocess.Popen(["sh", "-c", f"sleep {mark} & wait"], process_group=0)
@@ -1469,3 +1469,47 @@ def test_a_pid_of_no_tree_taken_by_a_new_member_is_found_within_a_second(
         for _ in range(25):
             proc.look(after=0.05)
     assert t.ours == {1200: 79, 1201: 90}
+
+
+def test_an_environment_read_that_blocks_holds_up_no_other_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review A8 / B P-9: a look read orphans' environments holding the lock every watcher's
+    poll and every spawn wait for. Reading another process's environment takes that process's
+    memory-map lock, which it (or a writer queued on it, a hung filesystem, an unsandboxed root
+    with userfaultfd) can hold: one stuck read paused every watcher's caps and every spawn. The
+    read is made without the lock now: other looks go on (and leave that orphan to the look
+    reading it, waited for by sweeps), and the look that read it files it once it has."""
+    me = os.getpid()
+    stats = {1301: (me, 60, 1, False, 0), 1302: (me, 61, 1, False, 0)}  # two orphans
+    proc = FakeProc(monkeypatch, stats, {}, last_pid=1300)
+    monkeypatch.setattr(watchermod, "_stat", stats.get)  # (the watchers' own reads of their members)
+    proc.environ[1302] = proc.marked("tok-b")
+    a, b = proc.trees("tok-a", "tok-b")
+    blocked, release = threading.Event(), threading.Event()
+    reads: list[int] = []
+
+    def read(pid: int, name: str, most: int = 4096) -> bytes | None:
+        reads.append(pid)
+        if pid == 1301:
+            blocked.set()
+            release.wait(30)  # its memory map's lock is held
+            return proc.marked("tok-a")
+        return proc.environ.get(pid)
+
+    monkeypatch.setattr(discoverymod, "_read_proc", read)
+    proc.last_pid = 1301
+    proc.clock[0] += 0.001
+    stuck = threading.Thread(target=a.poll, args=(proc.clock[0],))
+    stuck.start()
+    try:
+        assert blocked.wait(30)
+        assert proc.discovery.lock.acquire(timeout=2), "a blocked read holds the look's lock"
+        proc.discovery.lock.release()
+        proc.last_pid = 1302
+        proc.clock[0] += 0.001
+        b.poll(proc.clock[0])  # another watcher's poll looks, and is not held up
+        assert b.ours == {1302: 61}
+        assert reads.count(1301) == 1 and 1301 in proc.discovery.waiting  # left to the look reading it
+    finally:
+        release.set()
+        stuck.join(30)
+    assert a.ours == {1301: 60}

@@ -167,8 +167,8 @@ class _Watcher:
             asked_at = time.monotonic()
         asked_at = max(asked_at, self.spawned_at)  # (never served by a look begun before the spawn)
         self._next_poll = (math.floor(time.monotonic() / RSS_POLL_S) + 1) * RSS_POLL_S
+        _discovery.look(asked_at)  # (takes the lock itself: not while reading an environment)
         with _discovery.lock:
-            _discovery.look(asked_at)
             members = list(self.ours.items())
         rss = 0
         live: dict[int, tuple[int, bool]] = {}
