@@ -1513,3 +1513,26 @@ def test_an_environment_read_that_blocks_holds_up_no_other_look(monkeypatch: pyt
         release.set()
         stuck.join(30)
     assert a.ours == {1301: 60}
+
+
+async def test_a_callers_environment_cannot_replace_the_runs_marker(tmp_path: Path) -> None:
+    """Review B P-10: `env={TREE_ENV_VAR: token, **env}` let a caller's environment holding the
+    marker variable replace the run's token (its processes' marker then named no tree). The
+    run's token wins, and stays first (read from the command's own environment, as spawned)."""
+    env = {**child_env(tmp_path, None, tmp_path), process.TREE_ENV_VAR: "not-the-token"}
+    out = await run_command(
+        ["cat", "/proc/self/environ"],
+        stage="build",
+        cwd=tmp_path,
+        env=env,
+        deadline=time.monotonic() + 30,
+        output_cap_bytes=1 << 16,
+        tail_chars=2000,
+        limits=None,
+        prlimit=None,
+    )
+    first, *rest = out.text.split("\0")
+    name, _, token = first.partition("=")
+    assert name == process.TREE_ENV_VAR, out.text
+    assert re.fullmatch(r"\d+-\d+-\d+-[0-9a-f]{8}-[0-9a-f]{16}", token), token
+    assert not any(entry.startswith(f"{process.TREE_ENV_VAR}=") for entry in rest), out.text

@@ -88,6 +88,13 @@ def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str,
     }
 
 
+def _marked_env(token: str, env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the run's marker first (so a reader of a long environment finds it early);
+    a marker variable already in `env` is dropped, never allowed to replace the run's token
+    (its processes would carry a marker naming no tree: review B P-10)."""
+    return {TREE_ENV_VAR: token, **{k: v for k, v in env.items() if k != TREE_ENV_VAR}}
+
+
 async def _uninterruptible(fut: asyncio.Future[Any], timeout: float | None = None) -> bool:
     """Wait for `fut` (never cancelling it) up to `timeout`; True if a cancellation came meanwhile
     (the caller re-raises it once its clean-up is done)."""
@@ -264,7 +271,7 @@ async def run_command(
                 proc = subprocess.Popen(
                     full,
                     cwd=str(cwd),
-                    env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
+                    env=_marked_env(token, env),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
                     stderr=subprocess.STDOUT if stdout_fd is None else subprocess.PIPE,
