@@ -1536,3 +1536,20 @@ async def test_a_callers_environment_cannot_replace_the_runs_marker(tmp_path: Pa
     assert name == process.TREE_ENV_VAR, out.text
     assert re.fullmatch(r"\d+-\d+-\d+-[0-9a-f]{8}-[0-9a-f]{16}", token), token
     assert not any(entry.startswith(f"{process.TREE_ENV_VAR}=") for entry in rest), out.text
+
+
+def test_a_thread_of_a_child_of_the_grader_is_not_read_as_an_orphan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review B P-10: a new thread of a command's first process (each worker thread of an
+    unsandboxed Lean) shows the grader as its parent in its stat, so each cost a read of the
+    whole environment before it was found to be no process. It is found so first now."""
+    me = os.getpid()
+    stats = {1401: (me, 60, 1, False, 0)}  # a thread's tid: /proc/<tid> is reachable, not listed
+    proc = FakeProc(monkeypatch, stats, {1401: b"A=1\0"}, last_pid=1400)
+    proc.not_processes.add(1401)
+    reads: list[int] = []
+    real = proc._read_proc
+    monkeypatch.setattr(discoverymod, "_read_proc", lambda pid, *a: reads.append(pid) or real(pid, *a))
+    proc.trees("tok-t")
+    proc.last_pid = 1401
+    proc.look()
+    assert reads == [] and proc.discovery.waiting == {}
