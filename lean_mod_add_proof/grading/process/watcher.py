@@ -63,16 +63,19 @@ class _WatcherThreads:
         me = threading.current_thread()
         while True:
             me.name = f"lean-grader-watch-{watcher.root}"
+            returned = False
             try:
                 watcher.run()
+                returned = True
             finally:
                 me.name = "lean-grader-watch-idle"
                 # Idle before `done` is set: a command started once this one is over finds this
                 # thread idle, however long the host takes to run it again (it used to count
                 # itself idle only after `finished`; a thread preempted between the two made the
-                # next command start a thread of its own).
-                with self._lock:
-                    self._idle += 1
+                # next command start a thread of its own). Not if `run` raised: the thread ends.
+                if returned:
+                    with self._lock:
+                        self._idle += 1
                 watcher.finished()  # the last of this command here: nothing waits for more
             with self._lock:
                 self._wake.wait_for(lambda: bool(self._handed), WATCHER_IDLE_S)
