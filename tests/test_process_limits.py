@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -480,8 +481,7 @@ class FakeProc:
 
     def look(self, after: float = 0.001) -> None:
         self.clock[0] += after
-        with self.discovery.lock:
-            self.discovery.look(asked_at=self.clock[0])
+        self.discovery.look(asked_at=self.clock[0])
 
     def marked(self, token: str) -> bytes:
         return b"A=1\0" + process.TREE_ENV_VAR.encode() + b"=" + token.encode() + b"\0"
@@ -512,7 +512,9 @@ def test_a_new_pid_is_filed_with_the_tree_of_its_parent_or_of_its_marker(
     assert a.ours == {101: 50, 102: 51}
     assert b.ours == {103: 52}
     assert c.ours == {}
-    assert sorted(proc.statted) == [101, 102, 103, 104, 105]  # each once, for all three trees
+    # Each once for all three trees; an orphan once more, after its environment is read
+    # (without the lock: it may have changed meanwhile).
+    assert sorted(proc.statted) == [101, 102, 103, 103, 104, 104, 105]
 
 
 @needs_bwrap
@@ -647,26 +649,47 @@ async def test_watchers_end_and_release_everything(tmp_path: Path) -> None:
     assert open_fds() == fds
 
 
+def idle_watcher_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "lean-grader-watch-idle"]
+
+
 async def test_watcher_threads_are_reused_then_end_when_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 10.0)  # no expiry between the runs on a slow host
+    """A command's watcher thread waits, idle, for the next command and runs it; commands at
+    once get a thread each; idle threads end. Each thread is preempted for 0.3 s just after it
+    said its command was done: the flake seen at load 12 (a thread that had not yet counted
+    itself idle when the next command came, so that command got a new thread) made certain.
+    Which thread ran which watcher is recorded, not read from thread names at some moment."""
+    ran_on: list[int] = []
+    real_run, real_finished = watchermod._Watcher.run, watchermod._Watcher.finished
 
-    def idle() -> list[threading.Thread]:
-        return [t for t in threading.enumerate() if t.name == "lean-grader-watch-idle"]
+    def recorded(self: watchermod._Watcher) -> None:
+        ran_on.append(threading.get_ident())
+        real_run(self)
 
-    await run(tmp_path, ["true"])
-    first = idle()
-    assert len(first) == 1  # the watcher's thread waits for the next command
-    await run(tmp_path, ["true"])
-    assert idle() == first  # and runs it: no new thread
-    outs = await asyncio.gather(*(run(tmp_path, ["sh", "-c", "sleep 0.2"]) for _ in range(3)))
-    assert all(o.record.exit_code == 0 for o in outs)  # each watched by a thread of its own
-    assert len(idle()) == 3
-    end = time.monotonic() + 60
-    while idle() and time.monotonic() < end:
+    def preempted(self: watchermod._Watcher) -> None:
+        real_finished(self)
+        time.sleep(0.3)
+
+    monkeypatch.setattr(watchermod._Watcher, "run", recorded)
+    monkeypatch.setattr(watchermod._Watcher, "finished", preempted)
+    end = time.monotonic() + 60  # first, the idle threads of earlier tests end (any may take a command)
+    while idle_watcher_threads() and time.monotonic() < end:
         await asyncio.sleep(0.05)
-    assert idle() == [] and watcher_threads() == []
+    assert idle_watcher_threads() == []
+    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 10.0)  # no expiry between the runs on a slow host
+    await run(tmp_path, ["true"])
+    await run(tmp_path, ["true"])
+    assert len(ran_on) == 2 and ran_on[0] == ran_on[1]  # the first command's thread ran the second
+    monkeypatch.setattr(watchermod, "WATCHER_IDLE_S", 0.5)
+    outs = await asyncio.gather(*(run(tmp_path, ["sh", "-c", "sleep 0.2"]) for _ in range(3)))
+    assert all(o.record.exit_code == 0 for o in outs)
+    assert len(set(ran_on[2:])) == 3 and ran_on[0] in ran_on[2:]  # a thread each, the idle one reused
+    end = time.monotonic() + 60
+    while (idle_watcher_threads() or watcher_threads()) and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    assert idle_watcher_threads() == [] and watcher_threads() == []
 
 
 async def test_output_cap_and_tail_still_work(tmp_path: Path) -> None:
@@ -1201,3 +1224,332 @@ def test_what_an_empty_environment_means_is_read_from_the_kernel() -> None:
             p.kill()
             p.wait()
     assert procmod._environ_state(1 << 23) == "gone"  # past any pid_max (PID_MAX_LIMIT is 1 << 22)
+
+
+# ---- the shared look: reviews A and B of 2026-12-06 (notes/review-A.md, notes/review-B.md) ---------
+
+
+@pytest.mark.parametrize(
+    ("code", "gone"),
+    [
+        (errno.ENOENT, True),
+        (errno.ESRCH, True),
+        (errno.EACCES, True),
+        (errno.EMFILE, False),
+        (errno.ENFILE, False),
+        (errno.ENOMEM, False),
+    ],
+)
+def test_only_a_gone_or_forbidden_process_reads_as_none(
+    monkeypatch: pytest.MonkeyPatch, code: int, gone: bool
+) -> None:
+    """Review A3 / B P-4: every OSError opening /proc/<pid>/... read as "the process is gone", so
+    a grader out of descriptors or memory forgot live members (uncounted, never killed). Only
+    ENOENT and ESRCH (gone) and EACCES/EPERM (not ours to read) are None; the rest is raised."""
+    real_open = os.open
+
+    def refusing(path: object, *args: object, **kwargs: object) -> int:
+        if isinstance(path, str) and path.startswith(f"/proc/{os.getpid()}/"):
+            raise OSError(code, os.strerror(code), path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refusing)
+    if gone:
+        assert procmod._read_proc(os.getpid(), "stat") is None
+    else:
+        with pytest.raises(OSError) as raised:
+            procmod._stat(os.getpid())
+        assert raised.value.errno == code
+
+
+async def test_a_member_the_host_would_not_let_us_read_is_a_host_fault_not_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review A3 / B P-4, end to end: the watcher's read of a setsid'd member's stat fails with
+    EMFILE once. It used to forget the member (gone from the caps, never killed: it outlived
+    the grade, and the command ran on to its deadline); now the watcher fails closed: the
+    command is a HostFault (could not judge) and its whole tree is dead."""
+    mark = marker()
+    real_open = os.open
+    armed: set[str] = set()
+
+    def refusing(path: object, *args: object, **kwargs: object) -> int:
+        if isinstance(path, str) and path in armed:
+            armed.discard(path)
+            raise OSError(errno.EMFILE, "Too many open files", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refusing)
+    job = asyncio.create_task(
+        run(tmp_path, ["sh", "-c", f"(setsid sleep {mark} &); exec sleep {mark}"], seconds=15)
+    )
+    escapee = None
+    end = time.monotonic() + 30
+    while escapee is None and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+        trees = list(discoverymod._discovery._trees.values())
+        pids = sleepers(mark)
+        if len(trees) == 1 and len(pids) == 2 and all(p in trees[0].ours for p in pids):
+            escapee = next(p for p in pids if p != trees[0].root)  # type: ignore[attr-defined]
+    try:
+        assert escapee is not None, "the escapee was never a member"
+        armed.add(f"/proc/{escapee}/stat")
+        with pytest.raises(process.HostFault, match="out of file descriptors"):
+            await job
+    finally:
+        job.cancel()
+        with contextlib.suppress(BaseException):
+            await job
+        survivors = left_over(mark)
+    assert survivors == []
+
+
+async def test_a_command_whose_first_process_cannot_be_read_is_a_host_fault_and_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review B P-4: when the stat of the command's first process could not be read just after
+    the spawn (EMFILE here), the tree silently had no root: nothing the command started was
+    found by its parent, and the command ran on unwatched. Now that is a HostFault, and what the
+    command started is swept (here a setsid'd escapee, found by its marker)."""
+    mark = marker()
+    real_open = os.open
+    armed: set[str] = set()
+
+    def refusing(path: object, *args: object, **kwargs: object) -> int:
+        if isinstance(path, str) and path in armed:
+            armed.discard(path)
+            raise OSError(errno.EMFILE, "Too many open files", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    class Spawn(subprocess.Popen):  # type: ignore[type-arg]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            armed.add(f"/proc/{self.pid}/stat")  # the next read of it, `attach`'s, fails
+
+    monkeypatch.setattr(os, "open", refusing)
+    monkeypatch.setattr(commandsmod.subprocess, "Popen", Spawn)
+    try:
+        with pytest.raises(process.HostFault, match="out of file descriptors"):
+            await run(tmp_path, ["sh", "-c", f"(setsid sleep {mark} &); exec sleep {mark}"], seconds=10)
+    finally:
+        survivors = left_over(mark)
+    assert survivors == []
+    assert discoverymod._discovery._trees == {}
+
+
+def watcher_on(monkeypatch: pytest.MonkeyPatch, discovery: discoverymod._Discovery) -> watchermod._Watcher:
+    """A watcher registered with `discovery` (made in a loop of its own, never run)."""
+    monkeypatch.setattr(watchermod, "_discovery", discovery)
+
+    async def made() -> watchermod._Watcher:
+        return watchermod._Watcher("tok-w", procmod._boot_ticks(), None, asyncio.get_running_loop())
+
+    return asyncio.run(made())
+
+
+def test_a_kill_reads_the_tree_under_the_looks_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review A7: `kill` (from the event loop by the watchdog's `kill_all`, or from the watcher's
+    thread on a cap) copied the tree's members without the look's lock, while any watcher's look
+    may file a new member into it. On CPython 3.11 the GIL can pass in the middle of that copy
+    (a collection started by an allocation runs finalizers); the copy then fails ("dictionary
+    changed size during iteration") and the kill is skipped (`kill_all` suppresses it) or the
+    grade crashes. Here the copy is made slow, to give the look its moment for certain."""
+    discovery = discoverymod._Discovery()
+    w = watcher_on(monkeypatch, discovery)
+    copying = threading.Event()
+
+    class SlowToCopy(dict):  # type: ignore[type-arg]
+        def items(self):  # type: ignore[no-untyped-def, override]
+            for item in dict.items(self):
+                copying.set()
+                time.sleep(0.05)  # the GIL passes to the look's thread here
+                yield item
+
+    w.ours = SlowToCopy({1001: 5, 1002: 6})
+    killed: list[tuple[int, int]] = []
+    monkeypatch.setattr(watchermod, "_killpg", lambda pgid: None)
+    monkeypatch.setattr(watchermod, "_kill_exact", lambda pid, start: killed.append((pid, start)))
+
+    def look_files_a_new_member() -> None:
+        copying.wait(10)
+        with discovery.lock:
+            discovery.adopt(w, 1003, 7)
+
+    looker = threading.Thread(target=look_files_a_new_member)
+    looker.start()
+    try:
+        w.kill()
+    finally:
+        looker.join(10)
+    assert killed == [(1001, 5), (1002, 6)]
+    assert dict(w.ours) == {1001: 5, 1002: 6, 1003: 7}
+
+
+def test_the_first_poll_is_served_only_by_a_look_begun_after_the_spawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review A10 / B P-6: the first poll fell due `FIRST_POLL_S` after the watcher was made,
+    before the spawn. When the spawn waited longer than that for the look's lock (another
+    watcher's look running), or `register` ran late, a look begun before the spawn served the
+    first poll, which then found nothing the command had started. It falls due after the spawn."""
+    discovery = discoverymod._Discovery()
+    w = watcher_on(monkeypatch, discovery)  # made, and registered, before the spawn
+    time.sleep(2 * watchermod.FIRST_POLL_S)  # the spawn waits for the lock: another watcher's look
+    discovery.look(time.monotonic())
+    mark = marker()
+    with discovery.lock:
+        proc = subprocess.Popen(["sh", "-c", f"sleep {mark} & wait"], process_group=0)
+        w.attach(proc.pid)
+    try:
+        end = time.monotonic() + 30
+        while not sleepers(mark) and time.monotonic() < end:
+            time.sleep(0.01)
+        (child,) = sleepers(mark)
+        w.poll(w._next_poll)  # the first poll, as `run` makes it
+        assert child in w.ours
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+def test_in_a_listing_a_process_never_to_be_decided_is_given_up_for_good(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review A4 / B P-7: in whole listings, an orphan whose environment can never be read
+    (another user's child of init) was read again at every look, for ever: given up after its
+    time, it was put nowhere, so the next listing began it afresh. A zombie child of the grader
+    too (its environment reads empty). Now the first is given up for good (filed as of no
+    tree, with its start time) and a zombie's environment is never read."""
+    me = os.getpid()
+    stats = {
+        1101: (1, 70, 1, False, 0),  # another user's child of init: not ours to read
+        1102: (me, 71, 1, True, 0),  # a zombie child of the grader
+    }
+    proc = FakeProc(monkeypatch, stats, {}, last_pid=1100, listing=True)
+    reads: list[int] = []
+    unreadable = proc._read_proc
+    monkeypatch.setattr(discoverymod, "_read_proc", lambda pid, *a: reads.append(pid) or unreadable(pid, *a))
+    proc.trees("tok-t")
+    for _ in range(20):  # 0.4 s of looks: past `_UNSEEN_S`
+        proc.look(after=0.02)
+    assert 1102 not in reads and 1101 in reads and proc.discovery.waiting == {}
+    reads.clear()
+    for _ in range(60):  # 1.2 s more, past `_RANGE_GAP_S` (when what was filed so is checked again)
+        proc.look(after=0.02)
+    assert reads == []
+
+
+@pytest.mark.parametrize("between", ["listings", "range looks"])
+def test_a_pid_of_no_tree_taken_by_a_new_member_is_found_within_a_second(
+    monkeypatch: pytest.MonkeyPatch, between: str
+) -> None:
+    """Reviews A6 and B P-8: a whole listing files the pids of no tree so it need not stat them
+    again, by pid alone, and forgot them only on a listing more than `_RANGE_GAP_S` after the
+    last look. A pid of no tree that exits and is taken by a member's child (missed by the range
+    looks, or between two listings) was never looked at while it stayed listed: not between
+    listings 50 ms apart, nor after seconds of range looks. Each is now filed with its start
+    time and checked again once `_RANGE_GAP_S` old."""
+    me = os.getpid()
+    stats = {1200: (me, 79, 1, False, 0), 1201: (9999, 80, 1, False, 0)}  # a member; someone else's
+    proc = FakeProc(monkeypatch, stats, {}, last_pid=1201)
+    (t,) = proc.trees("tok-t")
+    with proc.discovery.lock:
+        proc.discovery.adopt(t, 1200, 79)
+    monkeypatch.setattr(discoverymod, "_RANGE_MAX", -1)  # every look a listing
+    proc.look()
+    assert t.ours == {1200: 79}
+    stats[1201] = (1200, 90, 1, False, 0)  # gone, and its pid taken by the member's child
+    if between == "range looks":
+        monkeypatch.setattr(discoverymod, "_RANGE_MAX", 4096)
+        for _ in range(40):  # two seconds of them; none sees the child (its pid is not new to them)
+            proc.look(after=0.05)
+        monkeypatch.setattr(discoverymod, "_RANGE_MAX", -1)
+        proc.look(after=0.05)
+    else:
+        for _ in range(25):
+            proc.look(after=0.05)
+    assert t.ours == {1200: 79, 1201: 90}
+
+
+def test_an_environment_read_that_blocks_holds_up_no_other_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review A8 / B P-9: a look read orphans' environments holding the lock every watcher's
+    poll and every spawn wait for. Reading another process's environment takes that process's
+    memory-map lock, which it (or a writer queued on it, a hung filesystem, an unsandboxed root
+    with userfaultfd) can hold: one stuck read paused every watcher's caps and every spawn. The
+    read is made without the lock now: other looks go on (and leave that orphan to the look
+    reading it, waited for by sweeps), and the look that read it files it once it has."""
+    me = os.getpid()
+    stats = {1301: (me, 60, 1, False, 0), 1302: (me, 61, 1, False, 0)}  # two orphans
+    proc = FakeProc(monkeypatch, stats, {}, last_pid=1300)
+    monkeypatch.setattr(watchermod, "_stat", stats.get)  # (the watchers' own reads of their members)
+    proc.environ[1302] = proc.marked("tok-b")
+    a, b = proc.trees("tok-a", "tok-b")
+    blocked, release = threading.Event(), threading.Event()
+    reads: list[int] = []
+
+    def read(pid: int, name: str, most: int = 4096) -> bytes | None:
+        reads.append(pid)
+        if pid == 1301:
+            blocked.set()
+            release.wait(30)  # its memory map's lock is held
+            return proc.marked("tok-a")
+        return proc.environ.get(pid)
+
+    monkeypatch.setattr(discoverymod, "_read_proc", read)
+    proc.last_pid = 1301
+    proc.clock[0] += 0.001
+    stuck = threading.Thread(target=a.poll, args=(proc.clock[0],))
+    stuck.start()
+    try:
+        assert blocked.wait(30)
+        assert proc.discovery.lock.acquire(timeout=2), "a blocked read holds the look's lock"
+        proc.discovery.lock.release()
+        proc.last_pid = 1302
+        proc.clock[0] += 0.001
+        b.poll(proc.clock[0])  # another watcher's poll looks, and is not held up
+        assert b.ours == {1302: 61}
+        assert reads.count(1301) == 1 and 1301 in proc.discovery.waiting  # left to the look reading it
+    finally:
+        release.set()
+        stuck.join(30)
+    assert a.ours == {1301: 60}
+
+
+async def test_a_callers_environment_cannot_replace_the_runs_marker(tmp_path: Path) -> None:
+    """Review B P-10: `env={TREE_ENV_VAR: token, **env}` let a caller's environment holding the
+    marker variable replace the run's token (its processes' marker then named no tree). The
+    run's token wins, and stays first (read from the command's own environment, as spawned)."""
+    env = {**child_env(tmp_path, None, tmp_path), process.TREE_ENV_VAR: "not-the-token"}
+    out = await run_command(
+        ["cat", "/proc/self/environ"],
+        stage="build",
+        cwd=tmp_path,
+        env=env,
+        deadline=time.monotonic() + 30,
+        output_cap_bytes=1 << 16,
+        tail_chars=2000,
+        limits=None,
+        prlimit=None,
+    )
+    first, *rest = out.text.split("\0")
+    name, _, token = first.partition("=")
+    assert name == process.TREE_ENV_VAR, out.text
+    assert re.fullmatch(r"\d+-\d+-\d+-[0-9a-f]{8}-[0-9a-f]{16}", token), token
+    assert not any(entry.startswith(f"{process.TREE_ENV_VAR}=") for entry in rest), out.text
+
+
+def test_a_thread_of_a_child_of_the_grader_is_not_read_as_an_orphan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review B P-10: a new thread of a command's first process (each worker thread of an
+    unsandboxed Lean) shows the grader as its parent in its stat, so each cost a read of the
+    whole environment before it was found to be no process. It is found so first now."""
+    me = os.getpid()
+    stats = {1401: (me, 60, 1, False, 0)}  # a thread's tid: /proc/<tid> is reachable, not listed
+    proc = FakeProc(monkeypatch, stats, {1401: b"A=1\0"}, last_pid=1400)
+    proc.not_processes.add(1401)
+    reads: list[int] = []
+    real = proc._read_proc
+    monkeypatch.setattr(discoverymod, "_read_proc", lambda pid, *a: reads.append(pid) or real(pid, *a))
+    proc.trees("tok-t")
+    proc.last_pid = 1401
+    proc.look()
+    assert reads == [] and proc.discovery.waiting == {}

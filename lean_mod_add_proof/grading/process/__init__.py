@@ -47,10 +47,38 @@ SIGXCPU, or by any signal once a process of its tree was seen at its soft limit)
 SIGKILL from outside.
 
 Residual limits (say these plainly wherever the caps are described):
-- Without the sandbox, a process that leaves the command's tree before the watcher has seen it
-  (a double fork plus `setsid`, within ~10 ms) *and* drops the marker from its environment
-  (`env -i`, an `execve` with a fresh environment) is not found and outlives the grade.
-  Unsandboxed is no security boundary anyway: the command runs as the grader's user and can
+- Without the sandbox, a process that leaves the command's tree before any look has seen it
+  in the tree *and* hides the marker is not found and outlives the grade. Leaving the tree
+  unseen takes a double fork (plus `setsid`, to leave the group) whose middle process exits
+  before the next look (a poll is every 50 ms), or none at all: `clone(CLONE_PARENT)` from the
+  command's first process gives a child whose parent is the grader. Hiding the marker takes no
+  exec: an `execve` with a fresh environment (`env -i`), the environment's strings overwritten
+  in place (hidden from every reader), `prctl(PR_SET_DUMPABLE, 0)` (its environment is then
+  unreadable to a grader that is not root: reproduced, 3 escapes in 6 runs, review B P-2), or,
+  as root, `prctl(PR_SET_MM_ENV_START/END)`.
+- Without the sandbox, a command running as root can also give a child a pid outside the ones
+  a look reads (a look reads only the pids allocated since the last one, from ns_last_pid):
+  by writing /proc/sys/kernel/ns_last_pid around a fork (a write needs CAP_SYS_ADMIN in the
+  namespace: `pid_ns_ctl_handler`, torvalds/linux kernel/pid_namespace.c at 225778d68d98), or
+  with `clone3` and `set_tid` (taken with `idr_alloc`, the allocator's cursor untouched, after
+  `checkpoint_restore_ns_capable`: `alloc_pid`, kernel/pid.c at 006568ab4c5c). That child is
+  never looked at, marker or not, and outlives the grade. So does a child whose pid a fork
+  flood gives after taking the allocator full circle (pid_max pids) between two looks less than
+  `_RANGE_GAP_S` apart, and a fork whose new pid stays invisible in /proc for longer than
+  `_UNSEEN_S` (0.25 s): `alloc_pid` makes the pid visible, and the new task is found under it
+  only once `copy_process` has called `attach_pid` (same file); a look that finds nothing there
+  for that long gives the pid up.
+- Without the sandbox, an orphan's environment is read to find its marker, and that read takes
+  the orphan's memory-map lock: an orphan (or a writer queued on that lock: a hung filesystem,
+  an unsandboxed root with `userfaultfd`) can make it block. The read holds no lock of the
+  grader's, so the other watchers and spawns go on, and their sweeps wait for that orphan for
+  at most `SWEEP_S`; but the watcher whose look is reading stops until the read returns: no
+  caps for its tree, and its grade waits for the grade watchdog.
+- A host fault while reading /proc (the grader out of descriptors or memory) stops the watcher:
+  the command is a `HostFault` (could not judge) and its tree is killed, but a process that
+  left the group and whose stat cannot be read then cannot be killed by pid and start time,
+  and is not killed.
+- Unsandboxed is no security boundary anyway: the command runs as the grader's user and can
   signal, ptrace or read the grader. With the sandbox on (bwrap: PID namespace,
   `--die-with-parent`) nothing survives: killing bwrap tears the whole namespace down. But
   bwrap's child takes `--die-with-parent` (PR_SET_PDEATHSIG) only once the sandbox is set up,

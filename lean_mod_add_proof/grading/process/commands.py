@@ -93,6 +93,13 @@ def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str,
     }
 
 
+def _marked_env(token: str, env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the run's marker first (so a reader of a long environment finds it early);
+    a marker variable already in `env` is dropped, never allowed to replace the run's token
+    (its processes would carry a marker naming no tree: review B P-10)."""
+    return {TREE_ENV_VAR: token, **{k: v for k, v in env.items() if k != TREE_ENV_VAR}}
+
+
 async def _uninterruptible(fut: asyncio.Future[Any], timeout: float | None = None) -> bool:
     """Wait for `fut` (never cancelling it) up to `timeout`; True if a cancellation came meanwhile
     (the caller re-raises it once its clean-up is done)."""
@@ -263,6 +270,7 @@ async def run_command(
         # No preexec_fn, user, group or extra_groups: CPython then spawns with vfork (3.10+,
         # Modules/_posixsubprocess.c: vfork only when `preexec_fn == Py_None` and no setuid/
         # setgid/setgroups), so a big grader process does not pay for copying its page tables.
+        unfollowed: BaseException | None = None  # why `attach` failed (the host's doing)
         try:
             # Under the look's lock, up to the first process's filing (`attach`): a look between
             # the two would see the command's first children with no tree to file them with.
@@ -270,14 +278,17 @@ async def run_command(
                 proc = subprocess.Popen(
                     full,
                     cwd=str(cwd),
-                    env={TREE_ENV_VAR: token, **env},  # first, so a reader of a long environment finds it
+                    env=_marked_env(token, env),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
                     stderr=subprocess.STDOUT if stdout_fd is None else subprocess.PIPE,
                     process_group=0,  # its own group: one killpg reaches every descendant that stays in it
                     pass_fds=(*pass_fds, *(() if status_w is None else (status_w,))),
                 )
-                watcher.attach(proc.pid)
+                try:
+                    watcher.attach(proc.pid)
+                except BaseException as exc:  # started, but not followed: swept below, not leaked
+                    unfollowed = exc
         except OSError as exc:
             raise HostFault(
                 _spawn_fault(exc, full[0]), sandbox=sandboxed and exc.errno == errno.ENOENT
@@ -285,6 +296,10 @@ async def run_command(
         finally:
             if status_w is not None:
                 os.close(status_w)  # the child has its copy; EOF once bwrap is gone
+        if unfollowed is not None:
+            _abandon(proc, watcher, None)
+            _raise_if_host_fault(unfollowed)
+            raise unfollowed
         try:
             run = _Run(proc, capture, loop)
         except BaseException:

@@ -6,6 +6,7 @@ Imports nothing from the package."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -13,13 +14,24 @@ import time
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
+#: What a failed open or read of /proc/<pid>/<name> may mean about the process: gone (ENOENT: no
+#: such pid; ESRCH: it died while being read), or its file not ours to read (EACCES, EPERM:
+#: another user's process, one made undumpable, /proc mounted with hidepid). Any other errno
+#: (EMFILE, ENFILE, ENOMEM, EIO, ...) is the host's, and says nothing about the process: it is
+#: raised, so the watcher fails closed (a HostFault: could not judge) rather than take a live
+#: member for gone, leave it out of the caps and never kill it (reviews A3 and B P-4, 2026-12-06).
+_NOT_THERE_ERRNOS = frozenset({errno.ENOENT, errno.ESRCH, errno.EACCES, errno.EPERM})
+
 
 def _read_proc(pid: int, name: str, most: int = 4096) -> bytes | None:
-    """Up to `most` bytes of /proc/<pid>/<name>, or None when the process is gone."""
+    """Up to `most` bytes of /proc/<pid>/<name>, or None when the process is gone or the file
+    is not ours to read (`_NOT_THERE_ERRNOS`); any other OSError is raised (the host's)."""
     try:
         fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
+    except OSError as exc:
+        if exc.errno in _NOT_THERE_ERRNOS:
+            return None
+        raise
     try:
         data = os.read(fd, min(most, 4096))
         if len(data) == 4096 and most > 4096:  # rare: a long environment
@@ -30,8 +42,10 @@ def _read_proc(pid: int, name: str, most: int = 4096) -> bytes | None:
                 size += len(chunk)
             data = b"".join(parts)
         return data
-    except OSError:
-        return None
+    except OSError as exc:
+        if exc.errno in _NOT_THERE_ERRNOS:
+            return None
+        raise
     finally:
         os.close(fd)
 
@@ -140,7 +154,8 @@ def _last_pid() -> int | None:
 
 
 def _kill_exact(pid: int, start: int) -> None:
-    """SIGKILL `pid` only if it is still the process that started at `start` (pidfd: no race)."""
+    """SIGKILL `pid` only if it is still the process that started at `start` (pidfd: no race).
+    Raises what `_stat` raises (the host's fault): then it cannot tell, and sends nothing."""
     try:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):
@@ -159,5 +174,7 @@ def _kill_exact(pid: int, start: int) -> None:
 
 
 def _killpg(pgid: int) -> None:
+    if pgid <= 0:  # (0 or -1 would be the grader's own group, or every process it may signal)
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)

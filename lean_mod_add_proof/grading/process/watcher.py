@@ -14,13 +14,14 @@ import time
 from collections.abc import Mapping
 
 from lean_mod_add_proof.grading.process.discovery import _discovery
+from lean_mod_add_proof.grading.process.faults import HostFault
 from lean_mod_add_proof.grading.process.limits import _MIB, Limits, disk_and_entries
 from lean_mod_add_proof.grading.process.proc import _PAGE, _kill_exact, _killpg, _read_proc, _stat
 
 #: How often each watcher polls: its tree's memory and process caps, and new members (through the
 #: shared look, `_Discovery`). The regular polls of all watchers fall due on one grid of this period.
 RSS_POLL_S = 0.05
-#: The first look comes a little later, so a command that is over in a few milliseconds costs
+#: The first look comes a little after the spawn, so a command that is over in a few milliseconds costs
 #: one listing of /proc (the final sweep), not two. What it started meanwhile is found then.
 FIRST_POLL_S = 0.01
 #: How often the watcher adds up the disk use under `Limits.disk_paths`.
@@ -62,13 +63,21 @@ class _WatcherThreads:
         me = threading.current_thread()
         while True:
             me.name = f"lean-grader-watch-{watcher.root}"
+            returned = False
             try:
                 watcher.run()
+                returned = True
             finally:
                 me.name = "lean-grader-watch-idle"
+                # Idle before `done` is set: a command started once this one is over finds this
+                # thread idle, however long the host takes to run it again (it used to count
+                # itself idle only after `finished`; a thread preempted between the two made the
+                # next command start a thread of its own). Not if `run` raised: the thread ends.
+                if returned:
+                    with self._lock:
+                        self._idle += 1
                 watcher.finished()  # the last of this command here: nothing waits for more
             with self._lock:
-                self._idle += 1
                 self._wake.wait_for(lambda: bool(self._handed), WATCHER_IDLE_S)
                 self._idle -= 1
                 if not self._handed:
@@ -108,8 +117,8 @@ class _Watcher:
         self.limits = limits
         self.argv_marks = argv_marks
         self.argv_seen_at: float | None = None  # when a tree process first had one of them in argv
-        # Written under `_discovery.lock` (by any watcher's look); read by this watcher's thread,
-        # and by `kill` from the event loop (a copy, taken at once under the GIL).
+        # Written under `_discovery.lock` (by any watcher's look); copied under it by this
+        # watcher's polls and by `kill` (from this thread, or from the event loop's `kill_all`).
         self.ours: dict[int, int] = {}  # pid -> start time, every live process of the tree seen
         self.seen: set[int] = set()  # every pid ever in `ours`
         self.live: dict[int, tuple[int, bool]] = {}  # from the last poll: pid -> (ppid, zombie)
@@ -127,18 +136,26 @@ class _Watcher:
         self._halt = threading.Event()
         self._loop = loop
         self.done: asyncio.Future[None] = loop.create_future()
-        self._next_poll = time.monotonic() + FIRST_POLL_S
+        self._next_poll = time.monotonic() + FIRST_POLL_S  # (set again by `attach`)
+        self.spawned_at = -math.inf  # when `attach` was given the command's first process
         self._ending = False
         self.started = False  # handed to a thread (`_WatcherThreads.start`), whose `run` closes it
         _discovery.register(self)
 
     def attach(self, root: int) -> None:
-        """The command is spawned: `root` is its first process (`_discovery.lock` held)."""
+        """The command is spawned: `root` is its first process (`_discovery.lock` held). Raises
+        when its stat cannot be read (the host's fault): a tree without its root is not followed."""
         self.root = root
         st = _stat(root)
-        if st is not None:
-            self.not_before = min(self.not_before, st[1])
-            _discovery.adopt(self, root, st[1])
+        if st is None:  # our own child, not reaped yet: /proc must show it
+            raise HostFault(f"cannot read /proc/{root}/stat of the command just started")
+        self.not_before = min(self.not_before, st[1])
+        _discovery.adopt(self, root, st[1])
+        # The first poll falls due after the spawn, not after this watcher was made: the spawn
+        # may have waited for the lock (another watcher's look), and a look begun before it
+        # must not serve that poll (reviews A10, B P-6: it found nothing of the command).
+        self.spawned_at = time.monotonic()
+        self._next_poll = self.spawned_at + FIRST_POLL_S
 
     def close(self) -> None:
         """Stop following the tree (its watcher is done, or never started)."""
@@ -156,9 +173,10 @@ class _Watcher:
         grader's CPU per grade when the commands outnumber the cores and take longer."""
         if asked_at is None:
             asked_at = time.monotonic()
+        asked_at = max(asked_at, self.spawned_at)  # (never served by a look begun before the spawn)
         self._next_poll = (math.floor(time.monotonic() / RSS_POLL_S) + 1) * RSS_POLL_S
+        _discovery.look(asked_at)  # (takes the lock itself: not while reading an environment)
         with _discovery.lock:
-            _discovery.look(asked_at)
             members = list(self.ours.items())
         rss = 0
         live: dict[int, tuple[int, bool]] = {}
@@ -247,9 +265,20 @@ class _Watcher:
         self.kill()
 
     def kill(self) -> None:
+        """SIGKILL the command's group and every member of its tree. Each member is tried even
+        when another cannot be (/proc unreadable: the host's fault); the first such error is
+        raised after, so the watcher fails closed."""
         _killpg(self.root)
-        for pid, start in list(self.ours.items()):
-            _kill_exact(pid, start)
+        with _discovery.lock:  # (any watcher's look may file a new member meanwhile: review A7)
+            members = list(self.ours.items())
+        failed: OSError | None = None
+        for pid, start in members:
+            try:
+                _kill_exact(pid, start)
+            except OSError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def sweep(self) -> None:
         """Kill the tree until nothing of it is left alive (bounded by `SWEEP_S`)."""
