@@ -191,6 +191,23 @@ def test_any_one_phase_mark_shows_the_solution_phase(mark: str) -> None:
     assert cmp.solution_phase_start({}) is None
 
 
+def test_a_kill_the_host_delayed_is_not_time_the_submission_had() -> None:
+    """The deadline fell 3.5 s in and the solution phase began at 1.9 s: it had 1.6 s of its 2 s,
+    however late a loaded host reaped the killed run (seen at load 15: the run measured 6 s and
+    the timeout was read as the submission's)."""
+    v, why = _verdict(
+        AFTER,
+        exit_code=None,
+        signal=9,
+        timed_out=True,
+        seconds=6.0,
+        deadline_s=3.5,
+        solution_phase_at=1.9,
+        timeout_s=2.0,
+    )
+    assert v == "not_judged" and "left the submission 1.6 s" in why, why
+
+
 def test_a_timeout_rejects_only_when_the_solution_had_its_full_time() -> None:
     late = {"exit_code": None, "signal": 9, "timed_out": True, "timeout_s": 10.0}
     v, why = _verdict(AFTER, solution_phase_at=5.0, seconds=15.5, **late)

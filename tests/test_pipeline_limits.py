@@ -161,3 +161,28 @@ def test_a_killed_unsandboxed_graders_leftovers_are_swept_by_the_next(tmp_path: 
     assert res.accepted, res.reason
     assert asyncio.run(wait_gone(spawned)) == []
     assert work_dirs(tmp_path) == []
+
+
+async def test_a_sweep_the_host_cut_short_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first grade's sweep of dead graders' leftovers raising (a HostFault: /proc refused a
+    read) leaves the place unswept, so the next grade sweeps it again instead of never."""
+    from lean_mod_add_proof.grading.process import HostFault
+
+    calls: list[str] = []
+
+    def refused(scope: str) -> None:
+        calls.append(scope)
+        if len(calls) == 1:
+            raise HostFault("the host refused a /proc read (Too many open files)")
+
+    monkeypatch.setattr(steps, "kill_dead_graders_processes", refused)
+    monkeypatch.setattr(steps.workdirs, "sweep_dead", lambda work_root, cache_root: None)
+    steps._swept.clear()
+    with pytest.raises(HostFault):
+        await steps.sweep_once(tmp_path / "work", tmp_path / "cache")
+    await steps.sweep_once(tmp_path / "work", tmp_path / "cache")
+    await steps.sweep_once(tmp_path / "work", tmp_path / "cache")
+    assert len(calls) == 2  # tried again once, then remembered as done
+    steps._swept.clear()

@@ -86,9 +86,13 @@ async def sweep_once(work_root: Path | None, cache_root: Path) -> None:
     a killed unsandboxed grader left running."""
     key = (os.getpid(), str(work_root), str(cache_root))
     if key not in _swept:
-        _swept.add(key)
-        await workdirs.run_in_thread(kill_dead_graders_processes, workdirs.work_scope(work_root))
-        await workdirs.run_in_thread(workdirs.sweep_dead, work_root, cache_root)
+        _swept.add(key)  # before the sweep: concurrent first grades do not sweep twice
+        try:
+            await workdirs.run_in_thread(kill_dead_graders_processes, workdirs.work_scope(work_root))
+            await workdirs.run_in_thread(workdirs.sweep_dead, work_root, cache_root)
+        except BaseException:
+            _swept.discard(key)  # a sweep the host cut short (a HostFault, say) is tried again
+            raise
 
 
 async def guard(g: Grade, submission: str, skip: bool) -> None:

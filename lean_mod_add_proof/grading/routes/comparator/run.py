@@ -249,6 +249,7 @@ async def run_comparator(
     ooms = host.oom_kills()
     disk = host.DiskWatch(work_dir)
     disk.start()
+    run_from = time.monotonic()  # run_command's own start, to within a call (no await between)
     try:
         out: CommandOutcome = await run_command(
             argv,
@@ -285,6 +286,7 @@ async def run_comparator(
             limit_exceeded=out.limit_exceeded,
             solution_phase_at=solution_phase_start(out.first_seen, argv_seen_at=out.argv_seen_at),
             seconds=out.record.seconds,
+            deadline_s=round(deadline - run_from, 3),
             oom_killer_acted=(moved := host.oom_kills_moved(ooms, host.oom_kills())) is not False,
             oom_kills_seen=moved is True,
             peak_rss_mb=out.peak_rss_mb,

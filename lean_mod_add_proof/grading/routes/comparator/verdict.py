@@ -83,6 +83,9 @@ class RunFacts:
     """`solution_phase_start`: seconds into the run, or None (never reached)."""
     seconds: float = 0.0
     """How long the run lasted (to its kill, on a timeout)."""
+    deadline_s: float | None = None
+    """When its deadline fell, in seconds after it started: a kill that a loaded host delays
+    must not count as time the submission had."""
     oom_killer_acted: bool = False
     """The kernel's OOM-kill counter moved during the run (or could not be read)."""
     oom_kills_seen: bool = False
@@ -151,7 +154,8 @@ def comparator_verdict(
         if not started:
             return "not_judged", f"lake comparator {why} before it reached the submission"
         assert facts.solution_phase_at is not None
-        had = facts.seconds - facts.solution_phase_at
+        ran = facts.seconds if facts.deadline_s is None else min(facts.seconds, facts.deadline_s)
+        had = ran - facts.solution_phase_at
         if timeout_s is not None and had < timeout_s:
             return "not_judged", (
                 f"lake comparator timed out, but its trusted steps left the submission {had:.1f} s "
