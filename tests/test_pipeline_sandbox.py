@@ -119,10 +119,16 @@ async def test_sandbox_timeout_kills_everything_inside(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-async def test_sandbox_kills_escaped_grandchildren(tmp_path: Path) -> None:
+async def test_sandbox_refuses_a_new_session_and_nothing_outlives_the_grade(tmp_path: Path) -> None:
+    """Sandboxed, the build cannot leave its session: the signal filter refuses setsid (and
+    setpgid), so that no process group in the sandbox's own session (`--new-session`) can be
+    orphaned and hung up, nor take a controlling terminal (the review of issue 39). The double's
+    `escape` then fails to start and the build goes on; nothing of it outlives the grade.
+    Unsandboxed, the escape runs and is killed (tests/test_pipeline_limits.py)."""
     mark = marker()
     res = await run_double(submission(f"build escape {mark}"), tmp_path, sandbox="on")
     assert res.accepted, res.reason
+    assert "setsid failed: Operation not permitted" in build_output(res), build_output(res)
     assert await wait_gone(mark) == []
 
 
@@ -164,3 +170,13 @@ async def test_environment_is_fully_specified(tmp_path: Path, mode: str) -> None
     assert "LEAN_NUM_THREADS=1" in out and "sk-should-not-leak" not in out
     assert "PATH=" + str(DOUBLE_DIR / "bin") in out
     assert f"LEAN_PATH={DOUBLE_DIR / 'lib' / 'lean'}:" in out
+
+
+@needs_bwrap
+@pytest.mark.parametrize("path", ["/dev/uncounted", "/uncounted"])
+async def test_the_build_cannot_write_bwraps_ram_backed_root_or_dev(tmp_path: Path, path: str) -> None:
+    """bwrap's root and /dev are tmpfs: RAM that no cap counts (the review of issue 39, finding
+    3). Both are read-only now; before, the build wrote there and was accepted."""
+    res = await run_double(submission(f"build write {path}"), tmp_path, sandbox="on")
+    assert res.judged and not res.accepted and res.failed_stage == "build", res.reason
+    assert f"could not write {path}" in res.reason, res.reason
