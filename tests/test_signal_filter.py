@@ -13,6 +13,7 @@ no cap counts and `oom_score_adj` (finding 3)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -23,9 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import needs_bwrap
+from helpers import double_config, grade_task, needs_bwrap, submission
 
-from lean_mod_add_proof.grading import signal_filter
+from lean_mod_add_proof.grading import selftest, signal_filter
+from lean_mod_add_proof.grading.grader import grade
 from lean_mod_add_proof.grading.process import CommandOutcome, run_command
 from lean_mod_add_proof.grading.routes import core
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, find_bwrap, host_layout
@@ -415,3 +417,33 @@ def test_the_new_rules_are_in_the_filter() -> None:
     for name in ("setsid", "setpgid", "pidfd_getfd", "process_vm_readv", "process_vm_writev"):
         assert name in by_name, name
     assert {r.errno_code for r in signal_filter.rules() if r.syscall in ("memfd_create", "shmget")} == {38}
+
+
+@needs_bwrap
+async def test_the_selftest_builds_under_the_grades_filter_so_a_wrong_belief_fails_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What Lean needs under the filter and the read-only mounts is belief (docs/trust-model.md),
+    tested only by the self-test on the real toolchain: its canaries' builds run by the grade's
+    own route, under the same sandbox and filter, and a remembered pass holds only for the same
+    bwrap options and filter program (`routes/replay.py` `verdict_path`). Here a filter that
+    refuses what the build needs (pipes: the double's `lean` runs `$(...)`) stands for a wrong
+    belief: after a pass under the real filter, the next grade runs the self-test again, it
+    fails, and the grade is could not judge, never a verdict on the honest proof. Seen failing
+    before the key held the filter: the remembered pass was used, and the build's failure under
+    the new filter rejected the proof (0.0)."""
+    selftest.forget()
+    try:
+        config = double_config(tmp_path, sandbox="on", judge="replay")  # (auto: on to the comparator)
+        first = await grade(submission(), grade_task(), config)
+        assert first.accepted and first.sandboxed, first.reason
+        selftest.forget()  # a new grader process: only the pass remembered on disk is left
+        wrong = [signal_filter.Rule("pipe", errno.EPERM), signal_filter.Rule("pipe2", errno.EPERM)]
+        refusing = signal_filter.compile_filter([*signal_filter.rules(), *wrong])
+        assert refusing.program is not None, refusing.why_not
+        monkeypatch.setattr(signal_filter, "_compiled", refusing)
+        res = await grade(submission(), grade_task(), config)
+        assert not res.judged and not res.accepted, res.reason
+        assert "toolchain self-test failed" in res.reason, res.reason
+    finally:
+        selftest.forget()

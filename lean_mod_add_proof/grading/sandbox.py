@@ -5,6 +5,7 @@ as the only writable places, and the trusted sources read-only even inside it.""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -127,6 +128,23 @@ def bwrap_argv(
         argv += ["--add-seccomp-fd", str(seccomp_fd)]
     argv += ["--chdir", str(package_dir), "--"]
     return argv
+
+
+def options_fingerprint() -> str:
+    """The options bwrap is given, with stand-in paths (pure): part of the key of a remembered
+    self-test pass, so that a change of the sandbox runs the canaries again under it (a belief
+    about what Lean needs inside it, wrong, then fails closed)."""
+    argv = bwrap_argv(
+        "bwrap",
+        layout=(),
+        toolchain_dir=Path("/toolchain"),
+        package_dir=Path("/package"),
+        readonly_files=(Path("/package/trusted"),),
+        env={},
+        tmp_dir=Path("/step-tmp"),
+        seccomp_fd=3,
+    )
+    return hashlib.sha256("\0".join(argv).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ the grader caused. Nothing here decides which; each step says so where it raises
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import signal
@@ -32,7 +33,7 @@ from lean_mod_add_proof.grading.process import (
     run_command,
 )
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
-from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout
+from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout, options_fingerprint
 from lean_mod_add_proof.grading.signal_filter import program_fd as signal_filter_fd
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
@@ -181,6 +182,17 @@ class CommandEnv:
     signal_filter: bytes | None = None
     """The seccomp program the sandbox loads for the submission's own commands
     (`signal_filter.py`); None without the sandbox, or where libseccomp cannot make it."""
+
+    @property
+    def sandbox_fingerprint(self) -> str:
+        """How the submission's commands are confined, for a remembered self-test pass: bwrap's
+        options and the filter's program (it changes with the rules and with libseccomp), so
+        the canaries run again under any change of either."""
+        if not self.sandboxed:
+            return "unsandboxed"
+        program = self.signal_filter
+        filtered = hashlib.sha256(program).hexdigest()[:16] if program is not None else "none"
+        return f"bwrap {options_fingerprint()}, filter {filtered}"
 
     @property
     def filters_signals(self) -> bool:
