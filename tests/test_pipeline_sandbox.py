@@ -5,8 +5,11 @@ with the reason when bwrap cannot run here."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 import shutil
+import signal
 import socket
 import threading
 import time
@@ -18,11 +21,14 @@ from helpers import (
     build_output,
     marker,
     needs_bwrap,
+    processes_with,
     run_double,
     submission,
     wait_gone,
     weights_text,
 )
+
+from lean_mod_add_proof.grading.result import GradeResult
 
 
 @needs_bwrap
@@ -119,10 +125,16 @@ async def test_sandbox_timeout_kills_everything_inside(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-async def test_sandbox_kills_escaped_grandchildren(tmp_path: Path) -> None:
+async def test_sandbox_refuses_a_new_session_and_nothing_outlives_the_grade(tmp_path: Path) -> None:
+    """Sandboxed, the build cannot leave its session: the signal filter refuses setsid (and
+    setpgid), so that no process group in the sandbox's own session (`--new-session`) can be
+    orphaned and hung up, nor take a controlling terminal (the review of issue 39). The double's
+    `escape` then fails to start and the build goes on; nothing of it outlives the grade.
+    Unsandboxed, the escape runs and is killed (tests/test_pipeline_limits.py)."""
     mark = marker()
     res = await run_double(submission(f"build escape {mark}"), tmp_path, sandbox="on")
     assert res.accepted, res.reason
+    assert "setsid failed: Operation not permitted" in build_output(res), build_output(res)
     assert await wait_gone(mark) == []
 
 
@@ -164,3 +176,66 @@ async def test_environment_is_fully_specified(tmp_path: Path, mode: str) -> None
     assert "LEAN_NUM_THREADS=1" in out and "sk-should-not-leak" not in out
     assert "PATH=" + str(DOUBLE_DIR / "bin") in out
     assert f"LEAN_PATH={DOUBLE_DIR / 'lib' / 'lean'}:" in out
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+async def bwrap_signalled_during_the_build(tmp_path: Path, signum: int) -> GradeResult:
+    """Grade a correct proof whose build sleeps, and send `signum` to bwrap itself (the process
+    the grader started, outside the sandbox's PID namespace), as a host, or a route from inside
+    the sandbox if one existed, would."""
+    assert (await run_double(submission(), tmp_path, sandbox="on")).accepted  # the cache is warm
+    mark = f"{random.randint(20, 29)}.{random.randint(10**6, 10**7 - 1)}"
+    job = asyncio.create_task(run_double(submission(f"build sleep {mark}"), tmp_path, sandbox="on"))
+    me, end = os.getpid(), time.monotonic() + 30
+    while not (
+        sleeper := [p for p in processes_with(mark) if Path(f"/proc/{p}/comm").read_text() == "sleep\n"]
+    ):
+        assert time.monotonic() < end and not job.done(), "the build never started"
+        await asyncio.sleep(0.02)
+    bwrap = sleeper[0]
+    while (up := parent_of(bwrap)) != me:  # sleep < the double's lean < bwrap's init < bwrap
+        bwrap = up
+    assert Path(f"/proc/{bwrap}/comm").read_text() == "bwrap\n"
+    os.kill(bwrap, signum)
+    res = await job
+    assert await wait_gone(mark) == []
+    return res
+
+
+@needs_bwrap
+@pytest.mark.parametrize("signum", [signal.SIGALRM, signal.SIGSEGV], ids=["SIGALRM", "SIGSEGV"])
+async def test_bwrap_killed_by_a_signal_the_build_could_send_is_a_verdict(
+    tmp_path: Path, signum: int
+) -> None:
+    """The review of issue 39, finding 1: `kill(0, SIGALRM)` from the build killed bwrap (then in
+    the build's process group), and "the sandbox was killed from outside" was could not judge, at
+    the submission's choice. No route from inside to bwrap is left (`--new-session`, the filter
+    refuses group kills: tests/test_signal_filter.py), but the attribution does not rest on
+    that: bwrap running the submission's code and dying of a signal the filter lets through is
+    the submission's (a verdict), unless proven otherwise; a host that sends bwrap such a signal
+    costs an honest proof its reward (docs/trust-model.md). Seen failing before: could not judge."""
+    res = await bwrap_signalled_during_the_build(tmp_path, signum)
+    assert res.judged and not res.accepted and res.failed_stage == "build", res.reason
+    assert f"its sandbox (bwrap) was killed by signal {int(signum)}" in res.reason, res.reason
+
+
+@needs_bwrap
+async def test_bwrap_killed_by_a_signal_nothing_inside_can_send_is_the_hosts(tmp_path: Path) -> None:
+    """SIGTERM, like every signal the filter refuses to any target, cannot come from inside: bwrap
+    dying of it during the build is the host's (could not judge)."""
+    res = await bwrap_signalled_during_the_build(tmp_path, signal.SIGTERM)
+    assert not res.judged and res.failed_stage == "build", res.reason
+    assert "the sandbox (bwrap) was killed by signal 15 from outside the grader" in res.reason, res.reason
+
+
+@needs_bwrap
+@pytest.mark.parametrize("path", ["/dev/uncounted", "/uncounted"])
+async def test_the_build_cannot_write_bwraps_ram_backed_root_or_dev(tmp_path: Path, path: str) -> None:
+    """bwrap's root and /dev are tmpfs: RAM that no cap counts (the review of issue 39, finding
+    3). Both are read-only now; before, the build wrote there and was accepted."""
+    res = await run_double(submission(f"build write {path}"), tmp_path, sandbox="on")
+    assert res.judged and not res.accepted and res.failed_stage == "build", res.reason
+    assert f"could not write {path}" in res.reason, res.reason

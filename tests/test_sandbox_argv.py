@@ -44,9 +44,23 @@ def test_tmp_dir_is_bound_as_tmp_before_the_toolchain_package_and_trusted_files(
     # later mounts cover earlier ones: /tmp first, so a package under the host's /tmp stays visible
     assert index_of(argv, "--proc", "/proc") < at_tmp < at_tc < at_pkg < at_ro
     assert "--tmpfs" not in argv
-    assert argv[:5] == ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
-    assert "--new-session" not in argv  # setsid would take the command out of the killed group
+    # a session of its own: bwrap is in no group a sandbox process can signal (the review of issue
+    # 39, finding 1; as Lake's own sandbox, lean4 src/lake/Lake/CLI/Check.lean `buildSandboxArgs`)
+    assert argv[:6] == ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     assert argv[-3:] == ["--chdir", str(pkg), "--"]
+
+
+def test_root_dev_and_proc_are_remounted_read_only_after_every_mount_under_them(tmp_path: Path) -> None:
+    """bwrap's root and /dev are RAM no cap counts, a writable /proc gives `/proc/N/mem` and
+    `oom_score_adj` (the review of issue 39, findings 2 and 3): each is remounted read-only after
+    the last mount under it (`--remount-ro` changes only the mount named, so /tmp, /dev/shm, the
+    package and the trusted files stay as bound), in the probe's argv too."""
+    pkg = tmp_path / "grade" / "package"
+    for argv in (argv_for(pkg, tmp_path / "tmp", (pkg / "lakefile.toml",)), argv_for(pkg, None)):
+        last_mount = max(i for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--tmpfs", "--dev"))
+        remounts = [i for i, a in enumerate(argv) if a == "--remount-ro"]
+        assert [argv[i + 1] for i in remounts] == ["/", "/dev", "/proc"], argv
+        assert last_mount < min(remounts) and max(remounts) < argv.index("--chdir"), argv
 
 
 def test_without_tmp_dir_tmp_is_a_tmpfs(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """The bubblewrap sandbox every Lean command runs in: no network, no capabilities, an empty
-environment, the system and the toolchain read-only, the grade's package directory as the only
-writable place, and the trusted sources read-only even inside it."""
+environment, a session of its own, the system and the toolchain read-only, bwrap's own root,
+/dev and /proc read-only, the grade's package directory and the step's /tmp (also its /dev/shm)
+as the only writable places, and the trusted sources read-only even inside it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -21,6 +23,8 @@ SYSTEM_PATHS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/li
 #: Of /etc only the dynamic linker's cache: enough for the toolchain's dynamically linked binaries
 #: (without it ld.so still searches the default directories). No passwd, resolv.conf, ssl, ...
 ETC_FILES: tuple[str, ...] = ("/etc/ld.so.cache",)
+#: The mounts bwrap makes writable that are remounted read-only, last (see `bwrap_argv`).
+READ_ONLY_MOUNTS: tuple[str, ...] = ("/", "/dev", "/proc")
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,30 @@ def bwrap_argv(
     gets its own `tmp_dir`, made just before it starts (pipeline: `package.BUILD_TMP`,
     `EXPORT_TMP`, `JUDGE_TMP`; issue 26): no step's set-up stands on what an earlier one wrote.
 
-    No `--new-session`: it calls setsid(), which would take the command out of the process group
-    the grader kills. `--die-with-parent` plus the PID namespace (torn down when its init exits)
-    make sure nothing inside outlives bwrap."""
+    `--new-session` (as Lake's own sandbox: lean4 src/lake/Lake/CLI/Check.lean
+    `buildSandboxArgs`, "--unshare-all", "--die-with-parent", "--new-session"): bwrap's child
+    calls setsid() before it forks the command (bubblewrap.c 0.8.0, just before "forking for
+    child"), so the command's session and process group hold no process outside the sandbox.
+    Without it bwrap itself was in the command's process group, and `kill(0, SIGALRM)` from the
+    build killed bwrap: "could not judge" at the submission's choice (the review of issue 39,
+    finding 1). It also takes the grader's controlling terminal, if any, away from the sandbox.
+    The grader still ends everything inside: it kills bwrap's group and every process it tracks
+    (process/watcher.py), and bwrap's init dies with bwrap (`--die-with-parent`), taking the PID
+    namespace with it. The signal filter refuses setsid and setpgid to the command
+    (signal_filter.py): a second group in this session could be orphaned and hung up by the kernel.
+
+    `--remount-ro` on `/`, `/dev` and `/proc`, last, after every mount under them (it changes only
+    the mount named, so /tmp, /dev/shm, the package and the device nodes stay as bound):
+    - `/` and `/dev` are bwrap's tmpfs, RAM that no cap counts (finding 3); what a command may
+      write goes to the grade's disk, under the disk cap;
+    - `/proc` writable let any sandbox process write another's memory through `/proc/N/mem`
+      (finding 2: code injected into the command) and raise `oom_score_adj` so the OOM killer
+      picks the command (finding 3). Read-only, such writes fail with EROFS; reads still work."""
     argv = [
         bwrap,
         "--unshare-all",  # user, ipc, pid, net, uts, cgroup: no network at all
         "--die-with-parent",
+        "--new-session",  # see the docstring
         "--cap-drop",
         "ALL",
         "--clearenv",
@@ -101,10 +122,29 @@ def bwrap_argv(
     argv += ["--bind", str(package_dir), str(package_dir)]
     for path in readonly_files:
         argv += ["--ro-bind", str(path), str(path)]
+    for mount in READ_ONLY_MOUNTS:
+        argv += ["--remount-ro", mount]
     if seccomp_fd is not None:
         argv += ["--add-seccomp-fd", str(seccomp_fd)]
     argv += ["--chdir", str(package_dir), "--"]
     return argv
+
+
+def options_fingerprint() -> str:
+    """The options bwrap is given, with stand-in paths (pure): part of the key of a remembered
+    self-test pass, so that a change of the sandbox runs the canaries again under it (a belief
+    about what Lean needs inside it, wrong, then fails closed)."""
+    argv = bwrap_argv(
+        "bwrap",
+        layout=(),
+        toolchain_dir=Path("/toolchain"),
+        package_dir=Path("/package"),
+        readonly_files=(Path("/package/trusted"),),
+        env={},
+        tmp_dir=Path("/step-tmp"),
+        seccomp_fd=3,
+    )
+    return hashlib.sha256("\0".join(argv).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,30 @@ What the filter refuses, with EPERM unless said otherwise, for each signal S of 
   which is its own doing, a verdict). bwrap's own init, which runs under the filter too, exits
   with its command's status after handing it to the monitor (the eventfd, read first), so what
   bwrap reports is unchanged.
+
+And for any signal (the red team's review of this filter, /work/notes/review-signal-filter.md):
+- a kill aimed at a process group (kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo with a
+  pid of 0 or below; pidfd_send_signal with PIDFD_SIGNAL_PROCESS_GROUP): the group held bwrap
+  itself, and `kill(0, SIGALRM)` killed it (finding 1; the sandbox now has a session of its own
+  too, sandbox.py `--new-session`);
+- setsid and setpgid: in that session every sandbox process stays in bwrap's init's one group, so
+  none can be orphaned and hung up by the kernel (kernel/exit.c `kill_orphaned_pgrp`: SIGHUP to a
+  group with a stopped member, no kill syscall), and none but init leads a session, so none can
+  take a controlling terminal (^C, ^\\, TIOCSIG or a hang-up on a pty reach nobody);
+- pidfd_getfd, process_vm_readv, process_vm_writev: ptrace-level access to another sandbox
+  process (finding 2: a copy of bwrap's init's eventfd forged the status bwrap reports; code
+  written into the command). `/proc/N/mem` is closed by a read-only /proc (sandbox.py);
+- memfd_create and SysV shmget (ENOSYS, as on a kernel without them): memory that no process
+  maps is in nobody's resident set, so the memory cap never sees it (finding 3). bwrap's root and
+  /dev are read-only for the same reason (sandbox.py); memory the kernel holds for pipes and
+  sockets stays uncounted (docs/trust-model.md).
+
+What Lean itself must still be able to do under these rules and mounts is a set of beliefs, each
+with its source, in docs/trust-model.md ("Lean under the sandbox and the filter"); none can be
+run here. The self-test's canaries are built by the same route, under the same sandbox and filter
+as a grade's, and its remembered pass is keyed by both (`routes/replay.py` `verdict_path`), so a
+wrong belief makes the reference proof fail to build and grading stop: it fails closed.
+
 Every other call is allowed, SIGABRT included: Lean's `abort()` (a panic under
 LEAN_ABORT_ON_PANIC, its stack-overflow handler: lean4 src/runtime/stack_overflow.cpp) goes on
 working, and stays the submission's (a verdict).
@@ -71,6 +95,27 @@ KILL_FAMILY: dict[str, int] = {
     "pidfd_send_signal": 1,
 }
 
+#: The kill family's calls that name their target by a pid: syscall name -> the argument that
+#: holds it (a thread group id for tgkill and rt_tgsigqueueinfo). 0 or below aims at a group.
+KILL_TARGET: dict[str, int] = {
+    "kill": 0,
+    "tkill": 0,
+    "tgkill": 0,
+    "rt_sigqueueinfo": 0,
+    "rt_tgsigqueueinfo": 0,
+}
+#: Refused whatever their arguments (see the module docstring), with ENOSYS where a library may
+#: take "not implemented" as a reason to fall back, else EPERM.
+REFUSED_OUTRIGHT: dict[str, int] = {
+    "setsid": errno.EPERM,
+    "setpgid": errno.EPERM,
+    "pidfd_getfd": errno.EPERM,
+    "process_vm_readv": errno.EPERM,
+    "process_vm_writev": errno.EPERM,
+    "memfd_create": errno.ENOSYS,
+    "shmget": errno.ENOSYS,
+}
+
 # libseccomp's C API (include/seccomp.h, stable since 2.0; KILL_PROCESS since 2.4 and Linux
 # 4.14): actions, comparison operators.
 _ACT_ALLOW = 0x7FFF0000
@@ -84,6 +129,8 @@ _F_SETSIG = 10
 _PR_SET_PDEATHSIG = 1
 _TIOCSTI = 0x5412
 _CSIGNAL = 0xFF
+_SIGN_BIT_32 = 0x80000000  # a pid_t below 0
+_PIDFD_SIGNAL_PROCESS_GROUP = 1 << 2  # linux/pidfd.h, Linux 6.9: signal the target's group
 
 
 def _act_errno(code: int) -> int:
@@ -137,6 +184,13 @@ def rules(signals: Iterable[int] = FILTERED_SIGNALS) -> list[Rule]:
     for name in ("timer_create", "mq_notify", "ptrace"):
         out.append(Rule(name, errno.EPERM))
     out.append(Rule("ioctl", errno.EPERM, (_signal_is(1, _TIOCSTI),)))
+    for name, arg in KILL_TARGET.items():  # a process group, whatever the signal
+        out.append(Rule(name, errno.EPERM, ((arg, _CMP_MASKED_EQ, _LOW_32, 0),)))
+        out.append(Rule(name, errno.EPERM, ((arg, _CMP_MASKED_EQ, _SIGN_BIT_32, _SIGN_BIT_32),)))
+    group = _PIDFD_SIGNAL_PROCESS_GROUP
+    out.append(Rule("pidfd_send_signal", errno.EPERM, ((3, _CMP_MASKED_EQ, group, group),)))
+    for name, code in REFUSED_OUTRIGHT.items():
+        out.append(Rule(name, code))
     for limit in (resource.RLIMIT_CPU, resource.RLIMIT_RTTIME):
         out.append(Rule("setrlimit", errno.EPERM, (_signal_is(0, limit),)))
         out.append(Rule("prlimit64", errno.EPERM, (_signal_is(1, limit), (2, _CMP_NE, 0, 0))))

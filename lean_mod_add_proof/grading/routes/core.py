@@ -9,7 +9,9 @@ the grader caused. Nothing here decides which; each step says so where it raises
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +33,7 @@ from lean_mod_add_proof.grading.process import (
     run_command,
 )
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
-from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout
+from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout, options_fingerprint
 from lean_mod_add_proof.grading.signal_filter import program_fd as signal_filter_fd
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
@@ -148,6 +150,26 @@ def oom_killer_acted(before: int | None) -> bool:
     return before is None or after is None or after > before
 
 
+#: How process/commands.py `run_command` names bwrap's own death (no status document, bwrap
+#: killed by a signal). Its number is read back here: the HostFault carries only the reason.
+_BWRAP_KILLED = re.compile(r"^the sandbox \(bwrap\) was killed by signal (\d+) ")
+
+
+def bwrap_killed_by(fault: HostFault) -> int | None:
+    """The signal bwrap itself died of, when that is the fault (pure)."""
+    found = _BWRAP_KILLED.match(fault.reason) if fault.sandbox else None
+    return int(found.group(1)) if found else None
+
+
+def bwrap_death_verdict(argv: Sequence[str], signum: int) -> str:
+    """The reason for a submission's command whose sandbox died of a signal it could have sent."""
+    what = os.path.basename(argv[0]) if argv else "the command"
+    return (
+        f"{what} failed: its sandbox (bwrap) was killed by {signal_name(signum)}, a signal the"
+        " submission's code could send, so it counts as the submission's"
+    )
+
+
 @dataclass
 class CommandEnv:
     """What every command of one grade shares: the toolchain, the settings, the sandbox."""
@@ -162,10 +184,34 @@ class CommandEnv:
     (`signal_filter.py`); None without the sandbox, or where libseccomp cannot make it."""
 
     @property
+    def sandbox_fingerprint(self) -> str:
+        """How the submission's commands are confined, for a remembered self-test pass: bwrap's
+        options and the filter's program (it changes with the rules and with libseccomp), so
+        the canaries run again under any change of either."""
+        if not self.sandboxed:
+            return "unsandboxed"
+        program = self.signal_filter
+        filtered = hashlib.sha256(program).hexdigest()[:16] if program is not None else "none"
+        return f"bwrap {options_fingerprint()}, filter {filtered}"
+
+    @property
     def filters_signals(self) -> bool:
         """The submission's own commands run under the signal filter: a signal from outside that
         ends one of them is provably not its own doing."""
         return self.sandboxed and self.signal_filter is not None
+
+    def bwrap_death_is_the_hosts(self, signum: int, ooms_before: int | None) -> bool:
+        """bwrap itself, running the submission's code, died of `signum`: the host's only if no
+        process in the sandbox could have sent it. No route from inside to bwrap is
+        known (it is outside the PID namespace, and in another session and process group:
+        sandbox.py `--new-session`); but before `--new-session`, `kill(0, SIGALRM)` from the
+        build reached it, so without proof the signal is the submission's: under the filter,
+        every signal but those it refuses to every target (`OUTSIDE_ONLY`); without the filter,
+        every signal but a SIGKILL while the kernel's OOM killer acted (the rule for the command
+        itself, steps.py `untrusted_failure`)."""
+        if self.filters_signals:
+            return from_outside(signum)
+        return signum == signal.SIGKILL and oom_killer_acted(ooms_before)
 
     def limits(
         self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
@@ -211,7 +257,8 @@ class CommandEnv:
         Temporary files go to the grade's own `tmp_name` directory (bound as /tmp in the
         sandbox), so the disk cap counts them and nothing is left on the host. `untrusted`: the
         command runs the submission's code (the build, the export): the sandbox loads the signal
-        filter for it (`filters_signals`)."""
+        filter for it (`filters_signals`), and bwrap's own death by a signal that code could
+        have sent is the submission's (`bwrap_death_is_the_hosts`)."""
         tmp_dir = grade_dir / tmp_name
         env = child_env(cwd, self.toolchain.dir / "bin", tmpdir=Path("/tmp") if self.sandboxed else tmp_dir)
         env["LEAN_PATH"] = pkgmod.lean_path(self.toolchain.dir, *search_path)
@@ -241,6 +288,7 @@ class CommandEnv:
                 )
                 + full
             )
+        ooms = oom_kill_count() if untrusted and self.sandboxed and not self.filters_signals else None
         try:
             return await run_command(
                 full,
@@ -264,6 +312,9 @@ class CommandEnv:
                 pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
         except HostFault as fault:
+            if untrusted and (signum := bwrap_killed_by(fault)) is not None:
+                if not self.bwrap_death_is_the_hosts(signum, ooms):
+                    raise StageFailed(stage, bwrap_death_verdict(argv, signum)) from None
             if fault.sandbox:
                 forget_probe()  # the next grade probes bwrap again before it trusts it
             raise

@@ -134,10 +134,11 @@ class ReplayRoute:
     @property
     def verdict_path(self) -> str:
         """How verdicts are reached, for a remembered self-test pass: the route, the judge (the
-        executable's hash, or `lean --run`) and whether bubblewrap is in use (in effect, not the
-        setting: a pass under `sandbox=auto` with working bwrap holds for `sandbox=on`)."""
+        executable's hash, or `lean --run`) and the sandbox in use (in effect, not the setting: a
+        pass under `sandbox=auto` with working bwrap holds for `sandbox=on`), with its options and
+        its signal filter, whose beliefs about Lean the canaries' builds test."""
         judge = f"native:{self.judge.sha256}" if self.judge is not None else "interpreted"
-        return f"{self.route.label};{judge};sandboxed={self.env.sandboxed}"
+        return f"{self.route.label};{judge};sandbox={self.env.sandbox_fingerprint}"
 
     async def prepare(self) -> str | None:
         """The judge made ready; the route is unavailable when only `lean --run` could judge and
