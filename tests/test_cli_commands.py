@@ -164,8 +164,10 @@ def test_the_wheel_ships_the_configs_and_the_sdist_no_local_state() -> None:
 # ---- lean-check -----------------------------------------------------------------------------------
 
 
-def test_lean_check_without_lean_says_so_and_checks_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["lean-check"]) == EXIT_NOT_JUDGED
+def test_lean_check_without_lean_says_so_and_checks_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lean-check", "--report", str(tmp_path / "report.md")]) == EXIT_NOT_JUDGED
     out = capsys.readouterr().out
     assert "No Lean toolchain here: nothing was checked" in out and "install-lean" in out
     assert "## Self-test" not in out and "## Calibration" not in out
@@ -177,6 +179,9 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     flags = ["--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
     code = main(["lean-check", "--checkout", str(ROOT), *flags])
     out = capsys.readouterr().out
+    assert out.rstrip().endswith("says what each failure asks of you.")
+    (written,) = (tmp_path / "w").glob("lean-check-*.md")  # the default place: under the work root
+    assert written.read_text(encoding="utf-8") in out
     assert "- self-test: passed" in out, out
     # Every route's canaries, each with its expected and actual verdict and the belief it tests.
     from lean_mod_add_proof.grading import pipeline, selftest
@@ -187,12 +192,46 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
             assert f"| ok {c.name} | {selftest._expected(c)} | " in out, c.name
             assert selftest.BELIEFS[c.name] in out
     assert "routes that passed: replay (export), replay (olean), comparator" in out
+    assert out.count("outcome: passed\n") == len(pipeline.ROUTES["auto"])
+    assert "### comparator probe" in out and "- available: True" in out
+    # the toolchain and its manifest: every program under bin/ by its hash
+    assert "## Toolchain and its manifest" in out and "| bin/lean | " in out
     assert "- calibration: passed" in out
+    assert "measured kernel rate: " in out and "µs per Int multiply-add" in out
+    assert "## What to do\n\n- nothing: every part that ran passed" in out
     assert "- integration tests: not run" in out and "the located toolchain is the test double" in out
     assert code == EXIT_OK
     # doctor's checks, in doctor's own words (issue 29: doctor said "no" where lean-check said "NO")
     words = re.findall(r"^- [^:\n]+: (yes|NO|optional: no|ok) — ", out, re.MULTILINE)
     assert words and "ok" not in words, out
+
+
+def test_lean_check_writes_its_report_where_asked_and_says_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 37: the report goes to one file (`--report`, by default under the work root), and the
+    output ends by saying where it is; without a toolchain too (the file says nothing was checked)."""
+    report = tmp_path / "sub" / "report.md"
+    assert main(["lean-check", "--report", str(report)]) == EXIT_NOT_JUDGED
+    out = capsys.readouterr().out
+    assert report.read_text(encoding="utf-8").startswith(
+        "# lean-mod-add-proof: `lean-mod-add-proof lean-check`"
+    )
+    assert "No Lean toolchain here: nothing was checked" in report.read_text(encoding="utf-8")
+    assert f"The report is in {report}." in out and "issue tracker" in out
+    work = tmp_path / "w"
+    assert main(["lean-check", "--work-root", str(work)]) == EXIT_NOT_JUDGED
+    written = list(work.glob("lean-check-*.md"))
+    assert len(written) == 1 and f"The report is in {written[0]}." in capsys.readouterr().out
+
+
+def test_lean_check_says_when_its_report_cannot_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["lean-check", "--report", str(tmp_path / "file" / "report.md")]) == EXIT_PROBLEM
+    err = capsys.readouterr().err
+    assert "lean-check: --report" in err and "could not write the report" in err and "Traceback" not in err
 
 
 def test_doctor_and_lean_check_share_one_word_per_outcome() -> None:

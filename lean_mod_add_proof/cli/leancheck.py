@@ -1,7 +1,10 @@
 """Sub-command `lean-check` (`make lean-check` calls it): everything a machine with the pinned Lean
-toolchain should run first, in one report to paste into an issue. In order: `doctor`, the
-self-test's canaries, the Lean integration tests (`pytest -m lean`, from a repository checkout
-only: they are not in the wheel), and `calibrate` on the smallest, a middle and the largest task.
+toolchain should run first, in one report, printed and written to one file (`--report PATH`,
+default under the work root; `leancheck_report.py`). In order: `doctor`, the toolchain and its
+manifest, the self-test's canaries on every route and the comparator's probe, the Lean
+integration tests (`pytest -m lean`, from a repository checkout only: they are not in the wheel),
+and `calibrate` on the smallest, a middle and the largest task with the kernel rate it measured;
+last, what to do about each part that failed.
 
 Exit status: 0 when every part that ran passed (the summary names any part that did not run,
 such as the integration tests outside a checkout); 3 when there is no toolchain (nothing was
@@ -18,10 +21,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from lean_mod_add_proof.cli.doctor import check_word
-from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
+from lean_mod_add_proof.cli.leancheck_report import (
+    advice_lines,
+    default_report_path,
+    kernel_rate_line,
+    toolchain_section,
+)
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.grading.result import GraderSettings, flag_name
 from lean_mod_add_proof.grading.toolchain import TOOLCHAIN_ENV
@@ -88,15 +98,17 @@ def canary_table(label: str, canaries: list[dict[str, object]]) -> list[str]:
     return [*lines, ""]
 
 
-def selftest_every_route(args: argparse.Namespace) -> tuple[str, list[str]]:
+def selftest_every_route(args: argparse.Namespace, route_advice: dict[str, str]) -> tuple[str, list[str]]:
     """The canaries on every route, not only up to the first that passes as `doctor --selftest`
-    does: a real machine's first report then says which belief is wrong on which route."""
+    does: a real machine's first report then says which belief is wrong on which route. Each
+    route that did not pass puts what to do into `route_advice`."""
     import asyncio
 
     from lean_mod_add_proof.cli.settings import config_from_args
     from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
     from lean_mod_add_proof.grading import pipeline, toolchain
-    from lean_mod_add_proof.grading.selftest import run_selftest
+    from lean_mod_add_proof.grading.routes.comparator import probe_comparator, probe_report
+    from lean_mod_add_proof.grading.selftest import route_outcome, run_selftest
 
     config = config_from_args(args)
     found = toolchain.locate_toolchain(config.toolchain_dir)
@@ -110,12 +122,22 @@ def selftest_every_route(args: argparse.Namespace) -> tuple[str, list[str]]:
             report = asyncio.run(run_selftest(found, config, network, route))
         except Exception as exc:  # a report must come out, naming what broke
             lines += [f"### {route.label}", "", f"the self-test raised {type(exc).__name__}: {exc}", ""]
+            route_advice[route.label] = "the grader itself failed (a defect of ours): send the report"
             continue
         lines += canary_table(route.label, report.model_dump(mode="json")["canaries"])
+        outcome = route_outcome(report)
+        said = f": {outcome['reason']}" if outcome["reason"] else ""
+        lines += [f"outcome: {outcome['status']}{said}", ""]
         if report.passed:
             passed.append(route.label)
         else:
-            lines += [report.reason, ""]
+            route_advice[route.label] = f"{outcome['status']}: {outcome['advice']}"
+    probe = probe_report(probe_comparator(found.dir))
+    lines += ["### comparator probe (what `lake comparator` needs on this host)", ""]
+    lines += [f"- {key}: {value}" for key, value in probe.items() if key != "advice"]
+    lines.append("")
+    if not probe["available"]:
+        route_advice["comparator (probe)"] = str(probe["advice"])
     chosen = next((r.label for r in pipeline.ROUTES[config.judge] if r.label in passed), None)
     lines.append(
         f"routes that passed: {', '.join(passed) or 'none'}; `judge = {config.judge}` grades by: "
@@ -151,8 +173,12 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
         return EXIT_NOT_JUDGED, lines
     results: dict[str, str] = {}  # part -> passed / FAILED / not run
 
+    lines += ["", "## Toolchain and its manifest (the files the grader trusts)", ""]
+    lines += toolchain_lines(args)
+
     lines += ["", "## Self-test (canaries through the real pipeline, on every route)", ""]
-    status, selftest_lines = selftest_every_route(args)
+    route_advice: dict[str, str] = {}
+    status, selftest_lines = selftest_every_route(args, route_advice)
     lines += selftest_lines
     results["self-test"] = status
 
@@ -195,6 +221,7 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
                     f"{row['stage_seconds'].get('build', 0):.1f} | {row['kernel_replay_seconds'] or 0:.1f} | "
                     f"{row['grader_seconds']:.1f} | {row['peak_memory_mb']} |"
                 )
+            lines += ["", kernel_rate_line(data["tasks"])]
         else:
             lines.append("```\n" + out[-3000:] + "\n```")
         results["calibration"] = PASSED if code == 0 else FAILED
@@ -202,12 +229,41 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
     lines += ["", "## Summary", ""]
     lines += [f"- {name}: {status}" for name, status in results.items()]
     lines.append(f"- took {time.time() - started:.0f} s")
+    advice = advice_lines(results, route_advice, FAILED)
+    lines += ["", "## What to do", ""]
+    lines += advice or ["- nothing: every part that ran passed"]
     return (EXIT_PROBLEM if FAILED in results.values() else EXIT_OK), lines
+
+
+def toolchain_lines(args: argparse.Namespace) -> list[str]:
+    """The located toolchain and its manifest, every watched file hashed (a few seconds)."""
+    from lean_mod_add_proof.cli.settings import config_from_args
+    from lean_mod_add_proof.grading import toolchain, toolchain_manifest
+
+    found = toolchain.locate_toolchain(config_from_args(args).toolchain_dir)
+    if not isinstance(found, toolchain.Toolchain):
+        return [f"no toolchain: {found.reason}"]
+    try:
+        manifest = toolchain_manifest.record(found.dir, found.version)
+    except OSError as exc:
+        return [f"- toolchain: {found.version}", f"- manifest: could not be read: {exc}"]
+    return toolchain_section(found.version, manifest)
 
 
 def cmd_lean_check(args: argparse.Namespace) -> int:
     code, lines = lean_check(args)
-    print("\n".join(lines))
+    text = "\n".join(lines)
+    print(text)
+    work_root = Path(args.work_root).expanduser() if getattr(args, "work_root", None) else None
+    path = args.report or default_report_path(work_root, datetime.now(UTC))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        print_error(f"lean-check: --report {path}: could not write the report: {exc.strerror or exc}")
+        return EXIT_PROBLEM
+    print(f"\nThe report is in {path}. Send it to whoever maintains this copy of the grader (there is no")
+    print("public issue tracker); the section 'What to do' above says what each failure asks of you.")
     return code
 
 
@@ -225,6 +281,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=None,
         help="the repository checkout whose tests/test_lean_integration.py to run "
         "(default: the current directory or a parent)",
+    )
+    p.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="write the report to this file (default: lean-check-<UTC time>.md under the work root)",
     )
     add_grader_flags(p)
     p.set_defaults(handler=cmd_lean_check)
