@@ -72,15 +72,18 @@ MODULES: dict[str, tuple[str, ...]] = {
     "lexer": ("tests/test_guard_lexer.py", "tests/test_guard_corpus.py"),
     # The comparator route's verdict (pure), by its own tests only: the rest of test_comparator.py
     # runs the double's `lake`, far too slow per mutant.
-    "routes/comparator/verdict": tuple(
-        f"tests/test_comparator.py::{name}"
-        for name in (
-            "test_verdict_mapping",
-            "test_any_one_phase_mark_shows_the_solution_phase",
-            "test_a_timeout_rejects_only_when_the_solution_had_its_full_time",
-            "test_a_sigkilled_step_is_attributed_by_the_oom_counter",
-            "test_the_phase_comes_from_whichever_sign_is_first",
-        )
+    "routes/comparator/verdict": (
+        "tests/test_comparator_verdict.py",
+        *(
+            f"tests/test_comparator.py::{name}"
+            for name in (
+                "test_verdict_mapping",
+                "test_any_one_phase_mark_shows_the_solution_phase",
+                "test_a_timeout_rejects_only_when_the_solution_had_its_full_time",
+                "test_a_sigkilled_step_is_attributed_by_the_oom_counter",
+                "test_the_phase_comes_from_whichever_sign_is_first",
+            )
+        ),
     ),
 }
 
@@ -320,6 +323,21 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         'parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if "\\n" in inner else " " * len(inner))',
         'parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if ("\\n" in inner) or True else " " * len(inner))',
         "without a newline, blanking every non-newline character is the same as len(inner) spaces",
+    ),
+    Equivalent(
+        "routes/comparator/verdict",
+        'first_seen: Mapping[bytes, float] | None, text: str = "", argv_seen_at: float | None = None',
+        'first_seen: Mapping[bytes, float] | None, text: str = "XXXX", argv_seen_at: float | None = None',
+        "the text is only searched for the phase marks, and neither default holds one",
+    ),
+    *(
+        Equivalent(
+            "routes/comparator/verdict",
+            'axioms_mode: AxiomsMode = "subset",',
+            f'axioms_mode: AxiomsMode = "{other}",',
+            'the mode is only compared with "exact": any other default reads as subset',
+        )
+        for other in ("XXsubsetXX", "SUBSET")
     ),
 )
 

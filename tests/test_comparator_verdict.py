@@ -1,0 +1,125 @@
+"""The comparator route's verdict, pure (grading/routes/comparator/verdict.py): each reason word
+for word, the boundaries, and the outcome model. Written against the survivors of its first
+mutation run (benchmarks/mutate.py, 76.7 %): each test below kills at least one."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from lean_mod_add_proof.grading.lean_names import ALLOWED_AXIOMS
+from lean_mod_add_proof.grading.routes.comparator.verdict import (
+    OKAY_LINE,
+    ComparatorOutcome,
+    RunFacts,
+    comparator_verdict,
+)
+
+ERR = "error: Child exited with 137"
+
+
+def test_a_timeout_says_which_limit_ran_out_and_where() -> None:
+    facts = RunFacts(exit_code=None, signal=9, timed_out=True, solution_phase_at=1.0, seconds=9.0)
+    assert comparator_verdict(facts, "", timeout_s=2.0) == (
+        "rejected",
+        "lake comparator timed out (the 2 s limit ran out) while building or judging the submission",
+    )
+    assert comparator_verdict(facts, "") == (
+        "rejected",
+        "lake comparator timed out while building or judging the submission",
+    )
+    before = RunFacts(exit_code=None, signal=9, timed_out=True, seconds=9.0)
+    assert comparator_verdict(before, "", timeout_s=2.0) == (
+        "not_judged",
+        "lake comparator timed out (the 2 s limit ran out) before it reached the submission",
+    )
+
+
+def test_a_solution_phase_that_had_exactly_its_time_is_rejected() -> None:
+    """`had < timeout_s`: the full limit to itself is enough for the timeout to be the submission's."""
+    exact = RunFacts(exit_code=None, signal=9, timed_out=True, solution_phase_at=3.0, seconds=5.0)
+    assert comparator_verdict(exact, "", timeout_s=2.0)[0] == "rejected"
+    short = RunFacts(exit_code=None, signal=9, timed_out=True, solution_phase_at=3.0, seconds=4.5)
+    assert comparator_verdict(short, "", timeout_s=2.0) == (
+        "not_judged",
+        "lake comparator timed out, but its trusted steps left the submission 1.5 s of its 2 s",
+    )
+    # the kill came late (a loaded host): the time to the deadline counts, not to the kill
+    late = RunFacts(
+        exit_code=None, signal=9, timed_out=True, solution_phase_at=3.0, seconds=9.0, deadline_s=4.5
+    )
+    assert comparator_verdict(late, "", timeout_s=2.0)[0] == "not_judged"
+
+
+def test_a_cap_names_itself_in_the_reason() -> None:
+    after = RunFacts(exit_code=None, signal=9, limit_exceeded="memory cap exceeded", solution_phase_at=0.5)
+    assert comparator_verdict(after, "") == (
+        "rejected",
+        "lake comparator stopped: memory cap exceeded while building or judging the submission",
+    )
+    before = RunFacts(exit_code=None, signal=9, limit_exceeded="memory cap exceeded")
+    assert comparator_verdict(before, "") == (
+        "not_judged",
+        "lake comparator stopped: memory cap exceeded before it reached the submission",
+    )
+
+
+def test_axioms_mode_exact_says_why_the_comparator_cannot_serve_it() -> None:
+    facts = RunFacts(exit_code=0, solution_phase_at=0.5)
+    assert comparator_verdict(facts, OKAY_LINE + "\n", axioms_mode="exact") == (
+        "not_judged",
+        "lake comparator accepted, but it checks only that the axioms are among "
+        f"{', '.join(ALLOWED_AXIOMS)}; axioms_mode=exact (all of them) needs the replay judge",
+    )
+    assert comparator_verdict(facts, OKAY_LINE + "\n") == ("accepted", OKAY_LINE)
+
+
+def test_a_killed_step_at_exactly_the_cap_is_not_over_it() -> None:
+    """`peak > cap`: at the cap itself the SIGKILL was not the cap's (the memory watch kills above it)."""
+    at_cap = RunFacts(exit_code=1, solution_phase_at=0.5, peak_rss_mb=512, memory_cap_mb=512)
+    assert comparator_verdict(at_cap, ERR + "\n") == (
+        "rejected",
+        "a step of lake comparator was killed by a SIGKILL that neither the grader nor the OOM killer "
+        f"sent: {ERR}",
+    )
+    over = RunFacts(exit_code=1, solution_phase_at=0.5, peak_rss_mb=513, memory_cap_mb=512)
+    assert comparator_verdict(over, ERR + "\n") == (
+        "rejected",
+        f"a step of lake comparator was killed: memory cap exceeded (513 MiB > 512 MiB): {ERR}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("verdict", "judged", "accepted"),
+    [("accepted", True, True), ("rejected", True, False), ("not_judged", False, False)],
+)
+def test_the_outcome_model(verdict: str, judged: bool, accepted: bool) -> None:
+    out = ComparatorOutcome(verdict=verdict, reason="r")  # type: ignore[arg-type]
+    assert (out.judged, out.accepted) == (judged, accepted)
+    assert (out.judge, out.subcommand, out.commands, out.peak_rss_mb) == ("comparator", None, [], 0)
+    assert ComparatorOutcome(verdict=verdict, reason="r", judge="comparator").judge == "comparator"  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        out.reason = "changed"  # frozen: an outcome is what the run decided
+
+
+def test_the_outcome_model_refuses_an_unknown_verdict() -> None:
+    with pytest.raises(ValidationError):
+        ComparatorOutcome(verdict="XXmutantXX", reason="r")  # type: ignore[arg-type]
+
+
+def test_run_facts_default_to_nothing_seen() -> None:
+    facts = RunFacts(exit_code=1)
+    assert (facts.signal, facts.timed_out, facts.limit_exceeded, facts.solution_phase_at) == (
+        None,
+        False,
+        None,
+        None,
+    )
+    assert (facts.seconds, facts.deadline_s, facts.oom_killer_acted, facts.oom_kills_seen) == (
+        0.0,
+        None,
+        False,
+        False,
+    )
+    assert (facts.peak_rss_mb, facts.memory_cap_mb, facts.sandboxes_unstarted) == (0, None, 0)
+    assert (facts.step_killed, facts.disk_full) == (False, None)
