@@ -239,3 +239,16 @@ async def test_the_build_cannot_write_bwraps_ram_backed_root_or_dev(tmp_path: Pa
     res = await run_double(submission(f"build write {path}"), tmp_path, sandbox="on")
     assert res.judged and not res.accepted and res.failed_stage == "build", res.reason
     assert f"could not write {path}" in res.reason, res.reason
+
+
+def test_bwraps_death_is_read_from_the_fault_never_from_its_words() -> None:
+    """The signal bwrap died of travels on the HostFault (process/commands.py sets it), not read
+    back from the reason: words alone, even the very words, name no signal, and a fault that is
+    not the sandbox's names none."""
+    from lean_mod_add_proof.grading.process import HostFault
+    from lean_mod_add_proof.grading.routes.core import bwrap_killed_by
+
+    words = "the sandbox (bwrap) was killed by signal 14 from outside the grader"
+    assert bwrap_killed_by(HostFault(words, sandbox=True, signal=14)) == 14
+    assert bwrap_killed_by(HostFault(words, sandbox=True)) is None
+    assert bwrap_killed_by(HostFault(words, signal=14)) is None

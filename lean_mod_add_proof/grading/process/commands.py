@@ -318,8 +318,9 @@ async def run_command(
             assert returncode is not None
             if returncode < 0:
                 why = f"the sandbox (bwrap) was killed by signal {-returncode} from outside the grader"
-            else:  # bwrap's own message: it ran nothing of the command
-                why = f"the sandbox (bwrap) did not start: {_last_line(outcome.text)} (exit {returncode})"
+                raise HostFault(why, sandbox=True, signal=-returncode)
+            # bwrap's own message: it ran nothing of the command
+            why = f"the sandbox (bwrap) did not start: {_last_line(outcome.text)} (exit {returncode})"
             raise HostFault(why, sandbox=True)
     rec = outcome.record
     if (rec.exit_code or 0) != 0 and not outcome.timed_out and outcome.limit_exceeded is None:

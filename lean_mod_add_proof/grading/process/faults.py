@@ -16,12 +16,15 @@ _CHUNK = 1 << 16
 
 class HostFault(Exception):
     """Something of the host or the grader, not of the command, stopped it: "could not judge".
-    `reason` names it (one line); `sandbox` says the sandbox itself failed (probe it again)."""
+    `reason` names it (one line); `sandbox` says the sandbox itself failed (probe it again);
+    `signal`, the signal the sandbox (bwrap) itself died of, when that was the failure: the caller
+    weighs whose doing it was (routes/core.py `bwrap_killed_by`), never by parsing the reason."""
 
-    def __init__(self, reason: str, *, sandbox: bool = False) -> None:
+    def __init__(self, reason: str, *, sandbox: bool = False, signal: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.sandbox = sandbox
+        self.signal = signal
 
 
 #: Only when starting a program (anywhere else a missing file may be a build's doing).

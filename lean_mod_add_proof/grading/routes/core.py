@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -150,15 +149,10 @@ def oom_killer_acted(before: int | None) -> bool:
     return before is None or after is None or after > before
 
 
-#: How process/commands.py `run_command` names bwrap's own death (no status document, bwrap
-#: killed by a signal). Its number is read back here: the HostFault carries only the reason.
-_BWRAP_KILLED = re.compile(r"^the sandbox \(bwrap\) was killed by signal (\d+) ")
-
-
 def bwrap_killed_by(fault: HostFault) -> int | None:
-    """The signal bwrap itself died of, when that is the fault (pure)."""
-    found = _BWRAP_KILLED.match(fault.reason) if fault.sandbox else None
-    return int(found.group(1)) if found else None
+    """The signal bwrap itself died of, when that is the fault (pure): process/commands.py
+    `run_command` sets it on the HostFault (no status document, bwrap killed by a signal)."""
+    return fault.signal if fault.sandbox else None
 
 
 def bwrap_death_verdict(argv: Sequence[str], signum: int) -> str:
