@@ -78,15 +78,23 @@ def test_doctor_says_whether_the_signal_filter_is_in_force_and_what_holds_withou
     """Issue 39: without libseccomp (or without the sandbox, which loads the filter) a SIGKILL
     from outside the build is scored as the submission's; doctor says so, and why."""
     from lean_mod_add_proof.cli.doctor import signal_filter_check
+    from lean_mod_add_proof.grading.sandbox import FilterProof
     from lean_mod_add_proof.grading.signal_filter import SignalFilter, signal_filter
 
     row = _checks(tmp_path, sandbox="off")["signal filter"]
     assert not row.ok and "the sandbox is not in force" in row.detail  # type: ignore[attr-defined]
-    missing = signal_filter_check(SignalFilter(None, "libseccomp cannot be loaded (x)"), True)
+    missing = signal_filter_check(SignalFilter(None, "libseccomp cannot be loaded (x)"), True, None)
     assert not missing.ok and not missing.required
     assert "libseccomp cannot be loaded" in missing.detail
     assert "unless the kernel's OOM killer" in missing.detail
     made = signal_filter()
     if made.program is not None:
-        here = signal_filter_check(made, True)
-        assert here.ok and f"libseccomp {made.libseccomp}" in here.detail
+        seen = FilterProof(True, "a shell could not send itself SIGTERM")
+        here = signal_filter_check(made, True, seen)
+        assert here.ok and f"libseccomp {made.libseccomp}" in here.detail and seen.why in here.detail
+        # made is not applied: a filter nobody saw refusing a signal is not claimed
+        for proof in (FilterProof(False, "the shell died of SIGTERM (exit 143)"), None):
+            unseen = signal_filter_check(made, True, proof)
+            assert not unseen.ok and "made, but not seen in force" in unseen.detail
+            assert "unless the kernel's OOM killer" in unseen.detail
+        assert "exit 143" in signal_filter_check(made, True, FilterProof(False, "exit 143")).detail

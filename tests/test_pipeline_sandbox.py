@@ -232,6 +232,24 @@ async def test_bwrap_killed_by_a_signal_nothing_inside_can_send_is_the_hosts(tmp
 
 
 @needs_bwrap
+async def test_a_filter_not_seen_in_force_is_not_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grade uses the filter, and so reads SIGTERM as the host's, only once it was seen
+    refusing a self-sent signal here (sandbox.py `prove_signal_filter`). Where the proof fails
+    (a kernel or bwrap that does not apply it), the attribution without the filter holds: bwrap
+    dying of SIGTERM during the build is the submission's, as any signal but an OOM kill would
+    be. Seen failing before (could not judge: the program made was believed)."""
+    from lean_mod_add_proof.grading.routes import steps
+    from lean_mod_add_proof.grading.sandbox import FilterProof
+
+    monkeypatch.setattr(steps, "prove_signal_filter", lambda *_: FilterProof(False, "not applied"))
+    res = await bwrap_signalled_during_the_build(tmp_path, signal.SIGTERM)
+    assert res.judged and not res.accepted and res.failed_stage == "build", res.reason
+    assert "its sandbox (bwrap) was killed by signal 15" in res.reason, res.reason
+
+
+@needs_bwrap
 @pytest.mark.parametrize("path", ["/dev/uncounted", "/uncounted"])
 async def test_the_build_cannot_write_bwraps_ram_backed_root_or_dev(tmp_path: Path, path: str) -> None:
     """bwrap's root and /dev are tmpfs: RAM that no cap counts (the review of issue 39, finding

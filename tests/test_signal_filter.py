@@ -447,3 +447,23 @@ async def test_the_selftest_builds_under_the_grades_filter_so_a_wrong_belief_fai
         assert "toolchain self-test failed" in res.reason, res.reason
     finally:
         selftest.forget()
+
+
+@needs_bwrap
+def test_the_filter_is_used_only_once_seen_refusing_a_self_sent_signal_here() -> None:
+    """Making the program proves nothing about the kernel applying it (sandbox2's open item: doctor
+    claimed what libseccomp made). The proof runs a shell under bwrap and the program: with the
+    real filter it outlives its own SIGTERM and SIGKILL; with a program that allows everything
+    (the same as a filter bwrap or the kernel would not apply) it dies, and the filter is not
+    believed in force, so grading falls back to the attribution without it."""
+    from lean_mod_add_proof.grading.sandbox import prove_signal_filter
+
+    bwrap = find_bwrap()
+    assert bwrap is not None
+    made = signal_filter.signal_filter()
+    assert made.program is not None, made.why_not
+    assert prove_signal_filter(bwrap, made.program).in_force
+    allow_all = signal_filter.compile_filter([])
+    assert allow_all.program is not None
+    proof = prove_signal_filter(bwrap, allow_all.program)
+    assert not proof.in_force and "did not outlive its own kill (exit 143" in proof.why, proof.why

@@ -18,6 +18,7 @@ from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.result import GraderConfig
+from lean_mod_add_proof.grading.sandbox import FilterProof
 from lean_mod_add_proof.grading.signal_filter import SignalFilter
 
 #: What each sandbox mode means in force, for the report.
@@ -279,17 +280,23 @@ SIGNAL_FALLBACK = (
 )
 
 
-def signal_filter_check(made: SignalFilter, sandboxed: bool) -> Check:
+def signal_filter_check(made: SignalFilter, sandboxed: bool, proof: FilterProof | None) -> Check:
     """Whether the build and the export run under the seccomp filter that makes a signal from
-    outside provably the host's (grading/signal_filter.py), and what holds without it (pure)."""
-    if made.program is not None and sandboxed:
+    outside provably the host's (grading/signal_filter.py), as seen here (`proof`: sandbox.py
+    `prove_signal_filter`, None when it could not be tried), and what holds without it (pure)."""
+    if made.program is not None and sandboxed and proof is not None and proof.in_force:
         return Check(
             "signal filter",
             True,
-            f"libseccomp {made.libseccomp}: the build and the export cannot send themselves a signal "
-            "that only comes from outside (SIGKILL, SIGTERM, ...), so one that ends them is the host's",
+            f"libseccomp {made.libseccomp}; seen in force here: {proof.why}. A build or export that dies "
+            "of such a signal (SIGKILL, SIGTERM, ...) the grader did not send is the host's doing",
         )
-    why = made.why_not if made.program is None else "the sandbox is not in force (bwrap loads the filter)"
+    if made.program is None:
+        why = made.why_not
+    elif not sandboxed:
+        why = "the sandbox is not in force (bwrap loads the filter)"
+    else:
+        why = f"made, but not seen in force: {proof.why if proof is not None else 'the proof could not run'}"
     return Check(
         "signal filter",
         False,
@@ -352,7 +359,11 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         detail += "; every grade is could-not-judge until this is fixed"
     checks.append(Check("sandbox (bwrap)", probe.available or mode == "off", detail, SANDBOX_FIX))
     checks.append(userns_check(userns_facts(), mode))
-    checks.append(signal_filter_check(signal_filter.signal_filter(), used))
+    made = signal_filter.signal_filter()
+    proof = None
+    if used and made.program is not None and probe.bwrap is not None:
+        proof = sandbox.prove_signal_filter(probe.bwrap, made.program)
+    checks.append(signal_filter_check(made, used, proof))
     prlimit = process.find_prlimit()
     checks.append(
         Check(

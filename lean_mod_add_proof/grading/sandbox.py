@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lean_mod_add_proof.grading.result import SandboxMode
+from lean_mod_add_proof.grading.signal_filter import program_fd
 
 #: Host paths the sandbox sees read-only, when they exist. On merged-/usr systems /bin, /lib, ...
 #: are symlinks into /usr and are recreated as the same symlinks.
@@ -231,3 +232,79 @@ def decide_sandbox(mode: SandboxMode, probe: SandboxProbe | None) -> tuple[bool,
     if probe.worked_before:
         return False, f"the sandbox worked earlier in this process and now fails: {probe.reason}"
     return False, None
+
+
+# ---- the signal filter, proved in force on this host ----------------------------------------------
+
+#: A shell under bwrap and the filter tries to send itself SIGTERM, then SIGKILL (dash and bash
+#: `kill` call kill(2)); under the filter both fail with EPERM and it goes on to say so. A filter
+#: the kernel or bwrap does not apply lets the first kill end it (bwrap reports 128 + 15).
+FILTER_PROOF_SCRIPT = "kill -TERM $$ 2>/dev/null; kill -KILL $$ 2>/dev/null; echo filter-in-force"
+FILTER_PROOF_WORD = "filter-in-force"
+
+
+@dataclass(frozen=True)
+class FilterProof:
+    """Whether the signal filter was seen refusing a self-sent signal here (`why` says how)."""
+
+    in_force: bool
+    why: str
+
+
+_proof_lock = threading.Lock()
+#: (bwrap, program) -> (the proof, when it was made); a failed one is believed for
+#: FAILED_PROBE_TTL_S, as a failed sandbox probe is.
+_proofs: dict[tuple[str, bytes], tuple[FilterProof, float]] = {}
+
+
+def prove_signal_filter(bwrap: str, program: bytes) -> FilterProof:
+    """Run `FILTER_PROOF_SCRIPT` under bwrap with the grade's options and `program`: in force
+    only if the shell outlived both kills and said so. Making the program (libseccomp) proves
+    nothing about the kernel applying it; a filter believed but not applied would let a
+    submission kill itself and read as the host's doing (could not judge, at its choice). Proved
+    once per process for a working result; a failure is tried again after FAILED_PROBE_TTL_S."""
+    key = (bwrap, program)
+    with _proof_lock:
+        known = _proofs.get(key)
+        if known is not None and (known[0].in_force or time.monotonic() - known[1] < FAILED_PROBE_TTL_S):
+            return known[0]
+    proof = _run_filter_proof(bwrap, program)
+    with _proof_lock:
+        _proofs[key] = (proof, time.monotonic())
+    return proof
+
+
+def _run_filter_proof(bwrap: str, program: bytes) -> FilterProof:
+    fd = program_fd(program)
+    try:
+        scratch = Path(os.environ.get("TMPDIR") or "/tmp")
+        argv = bwrap_argv(
+            bwrap,
+            layout=host_layout(),
+            toolchain_dir=None,
+            package_dir=scratch,
+            readonly_files=(),
+            env={"PATH": "/usr/bin:/bin"},
+            seccomp_fd=fd,
+        )
+        done = subprocess.run(
+            [*argv, "sh", "-c", FILTER_PROOF_SCRIPT],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            pass_fds=(fd,),
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return FilterProof(False, f"the proof could not run: {type(exc).__name__}: {exc}")
+    finally:
+        os.close(fd)
+    if done.returncode == 0 and FILTER_PROOF_WORD in done.stdout.split():
+        return FilterProof(True, "a shell under bwrap and the filter could not kill itself (TERM, KILL)")
+    said = (done.stderr or done.stdout).strip().splitlines()
+    return FilterProof(
+        False,
+        f"a shell under bwrap and the filter did not outlive its own kill (exit {done.returncode}"
+        + (f": {said[-1]}" if said else "")
+        + ")",
+    )

@@ -47,7 +47,7 @@ from lean_mod_add_proof.grading.routes.core import (
     command_failure,
     not_judged,
 )
-from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox
+from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox, prove_signal_filter
 from lean_mod_add_proof.grading.signal_filter import signal_filter
 from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
@@ -120,9 +120,15 @@ async def locate(g: Grade) -> CommandEnv:
     if prlimit is None:
         raise not_judged("toolchain", "prlimit (util-linux) not found; it enforces the file-size cap")
     g.result.sandboxed = use
-    # Compiled once per process; where libseccomp cannot make it, the attribution without it
-    # holds (`untrusted_failure`) and `doctor` says so.
+    # Compiled once per process, and used only once seen refusing a self-sent signal under bwrap
+    # here (sandbox.py `prove_signal_filter`): where libseccomp cannot make it or the kernel does
+    # not apply it, the attribution without it holds (`untrusted_failure`) and `doctor` says so.
     program = (await asyncio.to_thread(signal_filter)).program if use else None
+    if program is not None:
+        bwrap = probe.bwrap if probe is not None else None
+        proof = None if bwrap is None else await asyncio.to_thread(prove_signal_filter, bwrap, program)
+        if proof is None or not proof.in_force:
+            program = None
     return CommandEnv(found, config, use, probe.bwrap if probe else None, prlimit, program)
 
 
