@@ -46,11 +46,15 @@ def test_the_work_disk_must_hold_every_grade_directory_it_may_hold_at_once(tmp_p
     neither was counted), and the low-water mark a grade needs beyond its cap."""
     free_mb = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize >> 20
     fits = _checks(tmp_path, max_disk_mb=16, max_concurrent=1)["work disk"]
+    # the backlog: as many finished directories of 528 MiB as fit in 8 GiB (15), not 64 of them
     assert (
-        "(max_disk_mb 16 + verdict copies 512) x (1 concurrent grades + 64 finished, awaiting removal) "
-        "+ 256 = 34576 MiB" in fits.detail  # type: ignore[attr-defined]
+        "(max_disk_mb 16 + verdict copies 512) x (1 concurrent grades + 15 finished, awaiting removal) "
+        "+ 256 = 8704 MiB" in fits.detail  # type: ignore[attr-defined]
     )
-    assert fits.ok is (free_mb >= 34576)  # type: ignore[attr-defined]
+    assert fits.ok is (free_mb >= 8704)  # type: ignore[attr-defined]
+    # at the default cap (4096 MiB) one finished directory is budgeted: the ask was ~300 GB
+    default = _checks(tmp_path, max_concurrent=4)["work disk"]
+    assert "x (4 concurrent grades + 1 finished, awaiting removal) + 256 = 23296 MiB" in default.detail  # type: ignore[attr-defined]
     too_big = max(16, free_mb + 1024)
     short = _checks(tmp_path, max_disk_mb=too_big, max_concurrent=1)["work disk"]
     assert not short.ok  # type: ignore[attr-defined]
@@ -64,8 +68,8 @@ def test_the_work_disk_must_have_inodes_for_every_concurrent_grades_file_cap(tmp
     if not st.f_files:
         assert row.ok and "reports no inode limit" in row.detail  # type: ignore[attr-defined]
         return
-    needed = 100 * (2 + 64)  # the finished directories awaiting removal count too (issue 39)
-    assert f"max_files 100 x (2 concurrent grades + 64 finished, awaiting removal) = {needed}" in (
+    needed = 100 * (2 + 1)  # the finished directories awaiting removal count too (issue 39)
+    assert f"max_files 100 x (2 concurrent grades + 1 finished, awaiting removal) = {needed}" in (
         row.detail  # type: ignore[attr-defined]
     )
     assert "inodes free" in row.detail and row.ok is (st.f_favail >= needed)  # type: ignore[attr-defined]

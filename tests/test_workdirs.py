@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -482,6 +483,35 @@ async def test_past_the_backlog_a_grade_removes_its_own_directory(
     assert workdirs.reap_later(tree) is False
     await workdirs.remove_grade_dir(tree)
     assert not tree.exists()
+
+
+def test_the_backlog_is_bounded_by_what_its_directories_may_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each queued directory counts at its grade's caps (`charge_bytes`); past REAP_BACKLOG_BYTES
+    the next one is refused (the grade removes it itself), but one is always let in. doctor
+    budgets the disk with `reap_backlog`, the same bound (issue 39's open item)."""
+    release = threading.Event()
+    monkeypatch.setattr(workdirs, "remove_tree", lambda _path: release.wait(30))
+    gib = 1 << 30
+    try:
+        assert workdirs.reap_later(tmp_path / "a", 20 * gib)  # alone: let in, though past the bound
+        assert not workdirs.reap_later(tmp_path / "b", 1)
+    finally:
+        release.set()
+    assert workdirs.wait_reaped(timeout=30)
+    release.clear()
+    try:
+        assert workdirs.reap_later(tmp_path / "a", 4 * gib) and workdirs.reap_later(tmp_path / "b", 4 * gib)
+        assert not workdirs.reap_later(tmp_path / "c", 1)  # 8 GiB queued: full
+    finally:
+        release.set()
+    assert workdirs.wait_reaped(timeout=30)
+    assert workdirs.reap_backlog(4 * gib) == 2 and workdirs.reap_backlog(20 * gib) == 1
+    assert (
+        workdirs.reap_backlog(1) == workdirs.REAP_BACKLOG
+        and workdirs.reap_backlog(0) == workdirs.REAP_BACKLOG
+    )
 
 
 def test_queued_removals_end_before_the_interpreter_exits(tmp_path: Path) -> None:

@@ -226,26 +226,28 @@ def userns_check(facts: UsernsFacts, sandbox_mode: str) -> Check:
     return Check("user namespaces", ok, detail, USERNS_FIX, required=False)
 
 
-def _grade_dirs(concurrent: int) -> str:
-    return f"{concurrent} concurrent grades + {workdirs.REAP_BACKLOG} finished, awaiting removal"
+def _grade_dirs(concurrent: int, backlog: int) -> str:
+    return f"{concurrent} concurrent grades + {backlog} finished, awaiting removal"
 
 
 def _disk_check(work: Path, st: os.statvfs_result, max_disk_mb: int, concurrent: int) -> Check:
     """Free space of the work disk against what every grade directory on it may hold at once
     (issue 39): each running grade's disk cap and the grader's copies into its verdict directory
     (the submission's outputs, up to `package.MAX_SUBMISSION_OUTPUT_BYTES` each), for the grades
-    running and for those finished whose removal the reaper has queued (up to
-    `workdirs.REAP_BACKLOG`), plus the low-water mark a grade needs beyond its cap before its
-    build starts (`workdirs.room_for_caps`)."""
+    running and for those finished whose removal the reaper has queued (`workdirs.reap_backlog`:
+    as many as fit in `REAP_BACKLOG_BYTES` at that size), plus the low-water mark a grade needs
+    beyond its cap before its build starts (`workdirs.room_for_caps`)."""
     free_mb = st.f_bavail * st.f_frsize >> 20
-    copies_mb = len(pkgmod.SUBMISSION_OUTPUTS) * (pkgmod.MAX_SUBMISSION_OUTPUT_BYTES >> 20)
+    per_grade = pkgmod.grade_dir_bytes(max_disk_mb)
+    copies_mb = (per_grade >> 20) - max_disk_mb
+    backlog = workdirs.reap_backlog(per_grade)
     mark_mb = workdirs.ENOSPC_MARK_BYTES >> 20
-    needed_mb = (max_disk_mb + copies_mb) * (concurrent + workdirs.REAP_BACKLOG) + mark_mb
+    needed_mb = (per_grade >> 20) * (concurrent + backlog) + mark_mb
     return Check(
         "work disk",
         free_mb >= needed_mb,
         f"{work}: {free_mb} MiB free; (max_disk_mb {max_disk_mb} + verdict copies {copies_mb}) x "
-        f"({_grade_dirs(concurrent)}) + {mark_mb} = {needed_mb} MiB",
+        f"({_grade_dirs(concurrent, backlog)}) + {mark_mb} = {needed_mb} MiB",
         "give the work root that much room (--work-root), or lower --max-disk-mb: on a "
         "smaller disk a submission's own files, within its cap, can fill it, and a build "
         "that fails on a full disk is could-not-judge",
@@ -253,18 +255,19 @@ def _disk_check(work: Path, st: os.statvfs_result, max_disk_mb: int, concurrent:
     )
 
 
-def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: int) -> Check:
+def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: int, backlog: int) -> Check:
     """Free inodes of the work disk against `max_files` for every grade directory it may hold at
     once (issue 26: the disk cap charges bytes, so a flood of empty files could exhaust a disk
     with few inodes inside it; issue 39: the finished directories awaiting removal count too).
     A filesystem that reports no inode count (f_files 0: btrfs, some network disks) has no limit."""
-    needed = max_files * (concurrent + workdirs.REAP_BACKLOG)
+    needed = max_files * (concurrent + backlog)
     if not st.f_files:
         return Check("work disk inodes", True, f"{work}: the filesystem reports no inode limit", "")
     return Check(
         "work disk inodes",
         st.f_favail >= needed,
-        f"{work}: {st.f_favail} inodes free; max_files {max_files} x ({_grade_dirs(concurrent)}) = {needed}",
+        f"{work}: {st.f_favail} inodes free; max_files {max_files} x "
+        f"({_grade_dirs(concurrent, backlog)}) = {needed}",
         "give the work root a disk with that many free inodes (--work-root), or lower --max-files: "
         "a build that fails for want of an inode is could-not-judge",
         required=False,
@@ -442,7 +445,8 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
     try:
         st = os.statvfs(work if work.exists() else work.parent)
         checks.append(_disk_check(work, st, config.max_disk_mb, concurrent))
-        checks.append(_inode_check(work, st, config.max_files, concurrent))
+        backlog = workdirs.reap_backlog(pkgmod.grade_dir_bytes(config.max_disk_mb))
+        checks.append(_inode_check(work, st, config.max_files, concurrent, backlog))
     except OSError as exc:
         checks.append(
             Check("work disk", False, f"{work}: {exc.strerror or exc}", "set --work-root", required=False)

@@ -269,6 +269,13 @@ SUBMISSION_OUTPUTS: tuple[tuple[str, bool], ...] = (("olean", True), ("ilean", F
 FORGED_OUTPUTS: tuple[str, ...] = ("olean.server", "olean.private")
 
 
+def grade_dir_bytes(max_disk_mb: int) -> int:
+    """What one grade's directory may hold (pure): its disk cap and the grader's copies of the
+    submission's outputs into its verdict directory, each up to MAX_SUBMISSION_OUTPUT_BYTES.
+    `doctor` budgets the work disk with it, and the reaper counts a finished directory at it."""
+    return (max_disk_mb << 20) + len(SUBMISSION_OUTPUTS) * MAX_SUBMISSION_OUTPUT_BYTES
+
+
 def make_verdict_dir(
     verdict: Path,
     trusted_root: Path | int,

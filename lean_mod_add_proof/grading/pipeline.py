@@ -30,6 +30,7 @@ from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.extract import Extraction, extract_submission
 from lean_mod_add_proof.grading.lean_names import theorem_name
 from lean_mod_add_proof.grading.messages import REASON_MAX_CHARS, one_line
+from lean_mod_add_proof.grading.package import grade_dir_bytes
 from lean_mod_add_proof.grading.process import CommandGroup, HostFault, command_group, host_fault_reason
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult
 from lean_mod_add_proof.grading.routes import steps
@@ -322,7 +323,7 @@ async def _grade_body(
             if g.grade_dir is not None and not config.keep_packages:
                 # Queued for the reaper threads (the result does not wait for it; why that is
                 # safe: `workdirs.reap_later`), or, past the backlog, removed here off the loop.
-                await workdirs.remove_grade_dir(g.grade_dir)
+                await workdirs.remove_grade_dir(g.grade_dir, grade_dir_bytes(config.max_disk_mb))
         finally:
             g.result.grader_seconds = round(time.monotonic() - started, 4)
 

@@ -589,12 +589,16 @@ def remove_tree(path: Path) -> bool:
 #: Grade directories queued for removal but not yet removed; past this many, a grade removes its
 #: own directory before it returns (so a slow disk bounds the backlog instead of filling up).
 REAP_BACKLOG = 64
+#: And past this many bytes, each queued directory counted at what its grade's caps let it hold
+#: (its size is not measured): the disk a host must keep for finished grades (`doctor`) stays a
+#: few caps, not 64 of them (issue 39's open item: the count alone asked for ~300 GB).
+REAP_BACKLOG_BYTES = 8 << 30
 _REAP_THREADS = 2
 #: The reaper threads' name prefix: a fixed pool of `_REAP_THREADS` per process, not per grade
 #: (a leak check counts threads without them).
 REAPER_THREAD_PREFIX = "lmap-reaper"
 _reaper: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
-_reaping: set[concurrent.futures.Future[bool]] = set()
+_reaping: dict[concurrent.futures.Future[bool], int] = {}  # -> the bytes it is counted at
 _reaper_lock = threading.Lock()
 
 
@@ -607,36 +611,45 @@ def _reaper_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _reaper[1]
 
 
-def reap_later(path: Path) -> bool:
-    """Queue `remove_tree(path)` on the reaper threads and return at once; False (nothing queued)
-    when the backlog is full or no thread can take it (the interpreter is shutting down): the
-    caller then removes it itself. Safe for a *finished* grade's directory: its verdict is already
-    decided, its processes have ended, nothing reads the directory again (each grade gets a fresh
-    0o700 one with a random name), and it keeps its owner record, so if this process dies before
-    the removal `sweep_dead` removes it at the next start. Nothing is left at a normal exit:
+def reap_backlog(charge_bytes: int) -> int:
+    """How many finished directories of `charge_bytes` each the reaper may hold at once (pure):
+    at least one, at most `REAP_BACKLOG`, within `REAP_BACKLOG_BYTES`."""
+    return max(1, min(REAP_BACKLOG, REAP_BACKLOG_BYTES // max(1, charge_bytes)))
+
+
+def reap_later(path: Path, charge_bytes: int = 0) -> bool:
+    """Queue `remove_tree(path)` on the reaper threads and return at once; False (nothing queued) when
+    the backlog is full (`REAP_BACKLOG` directories, or `REAP_BACKLOG_BYTES` counting each at
+    `charge_bytes`; one is always let in) or no thread can take it (the interpreter is shutting
+    down): the caller then removes it itself. Safe for a *finished* grade's directory: its verdict
+    is already decided, its processes have ended, nothing reads the directory again (each grade gets
+    a fresh 0o700 one with a random name), and it keeps its owner record, so if this process dies
+    before the removal `sweep_dead` removes it at the next start. Nothing is left at a normal exit:
     `concurrent.futures` joins an executor's threads at interpreter exit after they have run every
     queued item (CPython Lib/concurrent/futures/thread.py, `_python_exit` and `_worker`)."""
     with _reaper_lock:
         if len(_reaping) >= REAP_BACKLOG:
             return False
+        if _reaping and sum(_reaping.values()) + charge_bytes > REAP_BACKLOG_BYTES:
+            return False
         try:
             fut = _reaper_pool().submit(remove_tree, path)
         except RuntimeError:  # "cannot schedule new futures after (interpreter) shutdown"
             return False
-        _reaping.add(fut)
+        _reaping[fut] = charge_bytes
     fut.add_done_callback(_reaped)
     return True
 
 
 def _reaped(fut: concurrent.futures.Future[bool]) -> None:
     with _reaper_lock:
-        _reaping.discard(fut)
+        _reaping.pop(fut, None)
 
 
-async def remove_grade_dir(path: Path) -> None:
-    """Remove a finished grade's directory: queued (`reap_later`) when the backlog allows, else
-    here, off the loop (`remove_tree_off_loop`)."""
-    if not reap_later(path):
+async def remove_grade_dir(path: Path, charge_bytes: int = 0) -> None:
+    """Remove a finished grade's directory: queued (`reap_later`, counted at `charge_bytes`)
+    when the backlog allows, else here, off the loop (`remove_tree_off_loop`)."""
+    if not reap_later(path, charge_bytes):
         await remove_tree_off_loop(path)
 
 
