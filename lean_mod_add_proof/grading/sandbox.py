@@ -179,6 +179,21 @@ def forget_probe() -> None:
         _probe = None
 
 
+def _probe_argv(bwrap: str, seccomp_fd: int | None = None) -> list[str]:
+    """A grade's bwrap options around the temp directory, for a probe's own command."""
+    scratch = Path(os.environ.get("TMPDIR") or "/tmp")
+    env = {"PATH": "/usr/bin:/bin"}
+    return bwrap_argv(
+        bwrap,
+        layout=host_layout(),
+        toolchain_dir=None,
+        package_dir=scratch,
+        readonly_files=(),
+        env=env,
+        seccomp_fd=seccomp_fd,
+    )
+
+
 def probe_sandbox(*, refresh: bool = False) -> SandboxProbe:
     """Run `bwrap ... true` with the same options a grade uses. Cached: a working result until
     `forget_probe` (a sandbox that failed to start), a failed one for `FAILED_PROBE_TTL_S`. bwrap
@@ -193,15 +208,7 @@ def probe_sandbox(*, refresh: bool = False) -> SandboxProbe:
         if bwrap is None:
             _probe = SandboxProbe(False, "bwrap (bubblewrap) is not installed", None, _ever_worked)
             return _probe
-        scratch = Path(os.environ.get("TMPDIR") or "/tmp")
-        argv = bwrap_argv(
-            bwrap,
-            layout=host_layout(),
-            toolchain_dir=None,
-            package_dir=scratch,
-            readonly_files=(),
-            env={"PATH": "/usr/bin:/bin"},
-        )
+        argv = _probe_argv(bwrap)
         try:
             done = subprocess.run(
                 [*argv, "true"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20
@@ -277,16 +284,7 @@ def prove_signal_filter(bwrap: str, program: bytes) -> FilterProof:
 def _run_filter_proof(bwrap: str, program: bytes) -> FilterProof:
     fd = program_fd(program)
     try:
-        scratch = Path(os.environ.get("TMPDIR") or "/tmp")
-        argv = bwrap_argv(
-            bwrap,
-            layout=host_layout(),
-            toolchain_dir=None,
-            package_dir=scratch,
-            readonly_files=(),
-            env={"PATH": "/usr/bin:/bin"},
-            seccomp_fd=fd,
-        )
+        argv = _probe_argv(bwrap, seccomp_fd=fd)
         done = subprocess.run(
             [*argv, "sh", "-c", FILTER_PROOF_SCRIPT],
             stdin=subprocess.DEVNULL,
