@@ -58,7 +58,19 @@ MODULES: dict[str, tuple[str, ...]] = {
     "kernels": ("tests/test_kernels_unit.py", "tests/test_kernels.py"),
     "export_text": ("tests/test_export_text.py",),
     "judge": ("tests/test_judge_protocol.py", "tests/test_grading_layout.py"),
-    "result": ("tests/test_result_flags.py",),
+    "result": (
+        "tests/test_result_flags.py",
+        # the bounds' and checked_setting's own tests (not the ones that run a grade)
+        *(
+            f"tests/test_setting_bounds.py::{name}"
+            for name in (
+                "test_each_bound_is_the_one_its_source_gives",
+                "test_every_numeric_setting_has_an_upper_bound_and_past_it_is_named",
+                "test_checked_setting_is_the_settings_own_check",
+                "test_the_disk_cap_stays_below_what_an_unreadable_directory_costs",
+            )
+        ),
+    ),
     "axioms": ("tests/test_axioms_reasons.py", "tests/test_axioms.py"),
     "messages": ("tests/test_messages.py",),
     "extract": ("tests/test_extract.py",),

@@ -276,3 +276,16 @@ def test_any_json_value_as_a_field_never_raises(value: object) -> None:
 def test_only_a_carriage_return_is_dropped_from_a_line_end() -> None:
     output = "/pkg/S.lean:1:0: error: ends in XX\n  a tab\t\n  trailing space  \n  last\r\n"
     assert error_messages(output) == ["1:0: ends in XX\n  a tab\t\n  trailing space  \n  last"]
+
+
+def test_one_line_folds_whitespace_and_marks_a_cut_with_an_ellipsis() -> None:
+    """How every reason, note and log line quotes output (messages.one_line, 300 by default)."""
+    from lean_mod_add_proof.grading.messages import REASON_MAX_CHARS, one_line
+
+    assert REASON_MAX_CHARS == 300
+    assert one_line("  a\n\tb   c \n") == "a b c"
+    assert one_line("x" * 300) == "x" * 300  # exactly the limit: kept whole
+    cut = one_line("x" * 301)
+    assert cut == "x" * 299 + "…" and len(cut) == 300
+    assert one_line("abcdef", limit=4) == "abc…"
+    assert one_line("", limit=4) == ""

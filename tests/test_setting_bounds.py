@@ -139,3 +139,31 @@ def test_a_bad_timeouts_file_is_one_line_naming_it(tmp_path: Path, content: byte
     [error] = info.value.errors()
     message = str(error["msg"])
     assert "\n" not in message and str(path) in message and problem in message, message
+
+
+def test_each_bound_is_the_one_its_source_gives() -> None:
+    """Each bound beside what result.py says it is (a week; x86-64's 128 TiB user address space;
+    Linux's PID_MAX_LIMIT; 512 TiB, below the 1 PiB an unreadable directory is charged; ext4's 2^32
+    inodes; ...): a bound moved by a slip changes what a host may be asked to run."""
+    from lean_mod_add_proof.grading import result
+
+    assert result.TIMEOUT_S_MAX == 604_800.0  # 7 days in seconds
+    assert result.MEMORY_MB_MAX << 20 == 128 << 40  # 128 TiB, in bytes
+    assert result.MAX_PROCESSES_MAX == 4 * 1024 * 1024  # include/linux/threads.h PID_MAX_LIMIT
+    assert result.MAX_DISK_MB_MAX << 20 == 512 << 40 and result.MAX_FILE_MB_MAX == result.MAX_DISK_MB_MAX
+    assert result.MAX_FILES_MAX == 2**32
+    assert result.MAX_CONCURRENT_MAX == 4096
+    assert result.OUTPUT_CAP_BYTES_MAX == 1 << 30 and result.TAIL_CHARS_MAX == 1 << 24
+    # each bound is a value a setting may take, and one past it is refused
+    for name, bound, over in (
+        ("timeout_s", result.TIMEOUT_S_MAX, result.TIMEOUT_S_MAX + 1),
+        ("memory_mb", result.MEMORY_MB_MAX, result.MEMORY_MB_MAX + 1),
+        ("max_disk_mb", result.MAX_DISK_MB_MAX, result.MAX_DISK_MB_MAX + 1),
+        ("max_files", result.MAX_FILES_MAX, result.MAX_FILES_MAX + 1),
+    ):
+        assert getattr(GraderConfig(**{name: bound}), name) == bound
+        with pytest.raises(ValidationError):
+            GraderConfig(**{name: over})
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(ValidationError):
+            GraderConfig(timeout_s=bad)
