@@ -169,6 +169,31 @@ class CommandRecord(BaseModel):
     truncated: bool
 
 
+#: What a kernel's run came to, by cause (grading/kernels.py `classify`). A verdict: `accepted`;
+#: a rejection by the export's doing: `rejected` (its reject code), `panic` (a Rust panic),
+#: `declined`, `aborted` (SIGABRT), `crashed` (another fault signal), `capped` (a cap of its own
+#: run), `timed out` (its own budget), `failed` (any other status on this export). Could not
+#: judge, by the host's or the grader's doing: `missing`, `host fault` (the sandbox or the spawn
+#: failed), `killed from outside` (a signal the run did not raise, the OOM killer's included),
+#: `host errno`, `setup` (our command line or config, or the toolchain's own build refused).
+KernelKind = Literal[
+    "accepted",
+    "rejected",
+    "panic",
+    "declined",
+    "aborted",
+    "crashed",
+    "capped",
+    "timed out",
+    "failed",
+    "missing",
+    "host fault",
+    "killed from outside",
+    "host errno",
+    "setup",
+]
+
+
 class KernelRun(BaseModel):
     """One kernel that checked the submission, and what it said."""
 
@@ -176,7 +201,14 @@ class KernelRun(BaseModel):
     verdict: Literal["accepted", "rejected", "not judged"]
     seconds: float = 0.0
     detail: str = ""
-    """Why, in a few words: `accepted`, `rejected (exit 1)`, `missing`, `crashed (killed by signal 11)`..."""
+    """Why, in a few words: `accepted`, `rejected (exit 1)`, `missing (bin/con-ron)`,
+    `panicked at src/tc.rs:925:71 (exit 101)`, `timed out (its own budget of 40 s)`..."""
+    kind: KernelKind | None = None
+    """The class of the outcome (`KernelKind`); None on results written before it existed."""
+    budget_s: float | None = None
+    """The deadline this kernel ran under, in seconds (a bundled checker's own budget)."""
+    peak_memory_mb: int = 0
+    """Largest resident memory of its process tree, in MiB."""
 
 
 class GradeResult(BaseModel):
