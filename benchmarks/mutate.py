@@ -56,6 +56,7 @@ GRADING = f"{PACKAGE}/grading"
 #: fastest killers first).
 MODULES: dict[str, tuple[str, ...]] = {
     "kernels": ("tests/test_kernels_unit.py", "tests/test_kernels.py"),
+    "signals": ("tests/test_signals.py",),
     "export_text": ("tests/test_export_text.py",),
     "judge": ("tests/test_judge_protocol.py", "tests/test_grading_layout.py"),
     "result": ("tests/test_result_flags.py",),

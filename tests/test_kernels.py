@@ -304,6 +304,25 @@ def test_a_checker_whose_row_is_wrong_fails_its_selftest_and_grades_are_could_no
     assert fixed.accepted, fixed.reason
 
 
+def test_doctor_selftest_and_lean_check_name_a_checker_that_failed_its_selftest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lean_mod_add_proof.cli import build_parser, main
+    from lean_mod_add_proof.cli.leancheck import selftest_every_route
+
+    double = _double(tmp_path)
+    (double / "double-checker-nanoda_bin").write_text("wrong-row")
+    flags = ["--toolchain-dir", str(double), "--sandbox", "off", "--kernels", "all", "--judge", "replay"]
+    flags += ["--work-root", str(tmp_path / "w"), "--cache-dir", str(tmp_path / "c")]
+    assert main(["doctor", "--selftest", *flags]) == 1
+    out = " ".join(capsys.readouterr().out.split())  # rich folds long lines
+    assert "Checkers that failed their self-test: nanoda" in out, out
+    _status, lines = selftest_every_route(build_parser().parse_args(["lean-check", *flags]))
+    report = "\n".join(lines)
+    assert "checkers that failed their self-test: nanoda\n" in report, report
+    assert "| FAILED checker nanoda: an export missing a dependency | panic at src/tc.rs | " in report
+
+
 def test_a_checker_without_its_axiom_check_fails_the_selftest_naming_it(tmp_path: Path) -> None:
     # The checker canary "an axiom outside the list" is well typed (its theorem is proved by
     # unfolding Spec): only the axiom check of nanoda/con-leche/con-ron refuses it.
