@@ -4,6 +4,7 @@ platform names is placed, so a signal added to or dropped from a set changes a v
 from __future__ import annotations
 
 import signal
+import typing
 
 import pytest
 
@@ -48,3 +49,9 @@ def test_names_are_the_platform_names() -> None:
     assert S.signal_name(signal.SIGABRT) == "SIGABRT"
     assert S.signal_name(signal.SIGKILL) == "SIGKILL"
     assert S.signal_name(signal.SIGXCPU) == "SIGXCPU"
+
+
+def test_the_origin_type_names_exactly_the_origins_returned() -> None:
+    returned = {S.signal_origin(int(s)) for s in signal.Signals}
+    assert typing.get_args(S.SignalOrigin) == ("fault", "cap", "outside")
+    assert returned == set(typing.get_args(S.SignalOrigin))
