@@ -298,6 +298,8 @@ def test_a_lean_io_error_on_a_host_errno_or_on_our_file_is_could_not_judge(name:
     assert run(name, 1, other).verdict == "rejected"
     parse = "uncaught exception: Name not found 3"
     assert run(name, 1, parse).verdict == "rejected"
+    named = "uncaught exception: Invalid constructor Foo.mk (error code: 28)"  # a name is no gist
+    assert run(name, 1, named).verdict == "rejected"
     later = f"PANIC at x\nuncaught exception: no such file or directory (error code: 2)\n  file: {EXPORT}"
     assert run(name, 1, later).verdict == "rejected"
 

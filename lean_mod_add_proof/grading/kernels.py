@@ -25,11 +25,11 @@ ret != 0 then ... kernel rejected the solution"; tests/lake/tests/check-paranoid
 fault; the grader keeps those apart, so `kernels = all` grades on the export route only.
 
 **Readings of the output.** Where one exit status mixes causes, the checker's own words tell them
-apart. A reading looks only at the output's first line (or, for an abort, its last), and only
-when the output was not cut: each host or setup error is printed before the checker reads a byte
-of the export (or, for the abort, is the runtime's last word), so no text the export makes a
-checker print (a constant's name) can stand in that place and turn a rejection into could not
-judge. Any other output is the export's.
+apart. A reading looks only at the output's first line (the second, for a usage text after its
+one-line complaint; the last, for an abort), and only when the output was not cut: each host or
+setup error is printed before the checker reads a byte of the export (or, for the abort, is the
+runtime's last word), so no text the export makes a checker print (a constant's name) can stand
+in that place and turn a rejection into could not judge. Any other output is the export's.
 
 **Sources.** Each row cites the checker's own source as stored (repo @commit, path, function).
 No stored source is the revision v4.35.0-rc2 pins: those pins were not found, nor are rc2's
@@ -666,7 +666,9 @@ def _line(output: str, where: Where) -> str:
     return lines[-1].strip()
 
 
-_LEAN_IO_ERROR = re.compile(r"^uncaught exception: .*\(error code: (\d+)[,)]")
+#: LEAN-IO's first line: a gist of lowercase words (a fixed gist, or the C library's strerror with
+#: its first letter lowered), then the errno; no Lean name (dots, capitals) fits the gist.
+_LEAN_IO_ERROR = re.compile(r"^uncaught exception: [a-z][a-z ]* \(error code: (\d+)[,)]")
 #: A missing or unreadable file of ours (the export, the config) is the host's or the grader's:
 #: the submission cannot reach the verdict directory (routes/checkers.py).
 _OWN_FILE_ERRNOS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR})
