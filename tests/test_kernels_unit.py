@@ -58,8 +58,9 @@ def test_the_official_kernel_is_named_lean_and_is_no_checker() -> None:
 
 def test_checker_path_is_the_toolchains_bin_never_path_lookup() -> None:
     assert K.checker_path(Path("/tc"), K.checker_named("nanoda")) == Path("/tc/bin/nanoda_bin")
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as missing:
         K.checker_named("lean")
+    assert missing.value.args == ("lean",)
 
 
 # ---- what each checker is told ------------------------------------------------------------------
@@ -136,6 +137,8 @@ def test_the_budget_scales_with_the_official_replay_and_never_falls_below_the_fl
     assert K.budget_s(con_ron, official_s=None, floor_s=300.0) == 300.0
     assert K.budget_s(K.checker_named("nanoda"), official_s=200.0, floor_s=300.0) == 400.0
     assert K.budget_s(K.checker_named("nanoda"), official_s=150.0, floor_s=300.0) == 300.0
+    assert K.budget_s(con_ron, official_s=None, floor_s=0.5) == 0.5
+    assert K.budget_s(con_ron, official_s=0.1, floor_s=0.5) == 1.0
 
 
 # ---- classify: by cause --------------------------------------------------------------------------
@@ -178,6 +181,7 @@ def test_a_signal_from_outside_is_could_not_judge_and_a_fault_is_a_rejection(nam
         ("\nStack overflow detected. Aborting.\n", "stack overflow"),
         ("thread 'main' has overflowed its stack\nfatal runtime error: stack overflow\n", "stack overflow"),
         ("PANIC at X.y Z:1:2: boom\nbacktrace:\n", "a panic"),
+        ("thread 'main' panicked at src/a.rs:1:1:\nboom\n", "a panic"),
     ],
 )
 def test_an_abort_says_what_its_text_says(output: str, cause: str) -> None:
@@ -186,7 +190,14 @@ def test_an_abort_says_what_its_text_says(output: str, cause: str) -> None:
 
 def test_each_exit_code_has_the_class_its_row_gives() -> None:
     assert run("leanchecker-paranoid", 1).kind == "rejected"
-    assert run("leanchecker-paranoid", 1).detail == "rejected (exit 1)"
+    # A rejection quotes none of its output: the words are the export's, kept in the record.
+    assert run("leanchecker-paranoid", 1, "Lean default kernel rejects the solution: x").detail == (
+        "rejected (exit 1)"
+    )
+    bare = K.classify(
+        K.checker_named("nanoda"), exit_code=7, signal_no=None, timed_out=False, limit_exceeded=None
+    )
+    assert bare.detail == "failed (exit 7, not in its row)"
     assert run("lean4lean", 1).kind == "rejected"
     assert run("nanoda", 101, "thread 'main' panicked at src/tc.rs:925:71:\nassertion failed") == (
         K.Classification("rejected", "panic", "panicked at src/tc.rs:925:71 (exit 101)")
@@ -201,6 +212,14 @@ def test_each_exit_code_has_the_class_its_row_gives() -> None:
         K.Classification("rejected", "failed", "failed (exit 3): thread '<unnamed>' panicked at x")
     )
     assert run("con-leche", 3, "con-leche: /g/verdict/Submission.ndjson:4: bad").kind == "failed"
+
+
+def test_a_quote_is_the_first_line_cut_to_100_characters_and_nothing_without_output() -> None:
+    assert run("nanoda", 7, "").detail == "failed (exit 7, not in its row)"
+    assert run("nanoda", 7, "  \n\n").detail == "failed (exit 7, not in its row)"
+    long = run("nanoda", 7, "y" * 500 + "\nsecond").detail
+    assert long == f"failed (exit 7, not in its row): {'y' * 99}…"
+    assert run("con-ron", 3, "a\nb").detail == "failed (exit 3): a"
 
 
 @pytest.mark.parametrize(("name", "code"), [("leanchecker-paranoid", 2), ("lean4lean", 101), ("nanoda", 3)])
@@ -242,7 +261,9 @@ def test_the_readings_that_make_a_status_the_host_s_or_ours(
 ) -> None:
     got = run(name, code, output)
     assert got.kind == kind and got.verdict == "not judged"
-    assert f"(exit {code}): " in got.detail
+    lines = output.splitlines()
+    quoted = lines[1] if len(lines) > 1 and lines[1].startswith("usage:") else lines[0]
+    assert got.detail.endswith(f"(exit {code}): {quoted}")
 
 
 @pytest.mark.parametrize(
@@ -276,10 +297,9 @@ def test_con_leche_s_thread_creation_abort_is_the_host_s_only_as_its_last_words(
     got = run("con-leche", None, "failed to create thread\n", sig=signal.SIGABRT)
     assert got.kind == "host fault" and got.verdict == "not judged"
     assert got.detail.endswith("(SIGABRT): failed to create thread")
-    assert (
-        run("con-leche", None, "x\nINTERNAL PANIC: failed to create thread\n", sig=signal.SIGABRT).kind
-        == "host fault"
-    )
+    got = run("con-leche", None, "x\nINTERNAL PANIC: failed to create thread\n", sig=signal.SIGABRT)
+    assert got.kind == "host fault"
+    assert got.detail.endswith("(SIGABRT): INTERNAL PANIC: failed to create thread")  # the last line
     assert (
         run("con-leche", None, "failed to create thread\nbacktrace:\n", sig=signal.SIGABRT).kind == "aborted"
     )
@@ -294,6 +314,8 @@ def test_a_lean_io_error_on_a_host_errno_or_on_our_file_is_could_not_judge(name:
     assert run(name, 1, eio).kind == "host errno"
     ours = f"uncaught exception: no such file or directory (error code: 2)\n  file: {EXPORT}"
     assert run(name, 1, ours).kind == "host errno"
+    alone = "uncaught exception: no such file or directory (error code: 2)"  # no file named: not ours
+    assert run(name, 1, alone).verdict == "rejected"
     other = "uncaught exception: no such file or directory (error code: 2)\n  file: /somewhere/else"
     assert run(name, 1, other).verdict == "rejected"
     parse = "uncaught exception: Name not found 3"
@@ -315,6 +337,10 @@ def test_the_type_vocabularies_match_what_is_used() -> None:
     assert typing.get_args(K.Verdict) == typing.get_args(KernelRun.model_fields["verdict"].annotation)
     assert set(typing.get_args(K.InputStyle)) == {c.input for c in K.CHECKERS}
     assert set(typing.get_args(K.CanaryCase)) == {"reference", "ill-typed", "unpermitted axiom"}
+    assert typing.get_args(K.Where) == ("first", "last", "second")
+    used = {r.where for c in K.CHECKERS for row in c.exits for r in row.readings}
+    used |= {r.where for c in K.CHECKERS for r in c.abort_readings}
+    assert used == {"first", "last", "second"}
 
 
 # ---- the table itself ------------------------------------------------------------------------------
@@ -363,6 +389,12 @@ def test_predicted_needs_the_kind_and_the_detail() -> None:
     assert not K.predicted(nanoda, "ill-typed", at_parser)
     assert not K.predicted(nanoda, "ill-typed", exit1)
     assert not K.predicted(nanoda, "reference", at_tc)
+    paranoid = K.checker_named("leanchecker-paranoid")
+    plain = KernelRun(
+        name="leanchecker-paranoid", verdict="rejected", kind="rejected", detail="rejected (exit 1)"
+    )
+    assert K.predicted(paranoid, "ill-typed", plain)
+    assert not K.predicted(paranoid, "unpermitted axiom", plain)
 
 
 # ---- combine ------------------------------------------------------------------------------------
@@ -378,6 +410,7 @@ def test_combine_names_every_rejecting_kernel_first() -> None:
         "kernel b rejected (exit 1); kernel c panicked (exit 101)",
     )
     assert K.combine([ok, gone]) == ("not judged", "kernel d missing")
+    assert K.combine([gone, ok, gone]) == ("not judged", "kernel d missing; kernel d missing")
     assert K.combine([]) == ("accepted", "") and K.combine([ok]) == ("accepted", "")
 
 

@@ -171,13 +171,15 @@ class Checker:
     notes: tuple[str, ...] = field(default=())
 
 
-def _lean_io(meaning: str) -> Reading:
-    return Reading(
-        "host errno",
-        meaning,
-        "LEAN-EXC + LEAN-IO (module docstring); a parse error of the export is no IO error",
-        lean_io=True,
-    )
+#: Where the Lean IO error reading comes from (a table constant, not a function: the rows are
+#: built at import).
+_LEAN_IO_SOURCE = "LEAN-EXC + LEAN-IO (module docstring); a parse error of the export is no IO error"
+_LEAN_IO_UNREADABLE = Reading(
+    "host errno",
+    "the export could not be read: a host errno, or our own file missing",
+    _LEAN_IO_SOURCE,
+    lean_io=True,
+)
 
 
 _ILL_TYPED_REJECT = Prediction(frozenset({"rejected"}))
@@ -208,7 +210,7 @@ CHECKERS: tuple[Checker, ...] = (
                 "lean4 src/LeanChecker.lean @017bb1eb `checkExport`, `main` (pre-rc2: `--export`, no "
                 "`--from-export`, no `--silent`); LEAN-EXC",
                 readings=(
-                    _lean_io("the export could not be read: a host errno, or our own file missing"),
+                    _LEAN_IO_UNREADABLE,
                     Reading(
                         "setup",
                         "our command line refused",
@@ -256,7 +258,7 @@ CHECKERS: tuple[Checker, ...] = (
                 "`checkPostponedConstructors`, `checkPostponedRecursors`; Lean4Lean/FuelConfig.lean; "
                 "Main.lean `main`; LEAN-EXC",
                 readings=(
-                    _lean_io("the export could not be read: a host errno, or our own file missing"),
+                    _LEAN_IO_UNREADABLE,
                     Reading(
                         "setup",
                         "our command line refused (`--import` takes exactly one file)",
@@ -406,7 +408,14 @@ CHECKERS: tuple[Checker, ...] = (
                 "<decl>, fold position <i>]` at the fold); a runtime out of memory without "
                 "LEAN_ABORT_ON_PANIC; an uncaught IO error",
                 "con-ron @2789de1c vendor/con-leche/Main.lean header, `CheckError.exitCode`, `checkMain`",
-                readings=(_lean_io("the export could not be opened (`parseInput`)"),),
+                readings=(
+                    Reading(
+                        "host errno",
+                        "the export could not be opened (`parseInput`)",
+                        _LEAN_IO_SOURCE,
+                        lean_io=True,
+                    ),
+                ),
             ),
             ExitRow(
                 2,
@@ -683,8 +692,9 @@ def _lean_io_on_ours(output: str, our_paths: Sequence[str]) -> bool:
     code = int(m.group(1))
     if code in HOST_ERRNOS:
         return True
-    named = lines[1].strip().removeprefix("file: ") if len(lines) > 1 else ""
-    return code in _OWN_FILE_ERRNOS and named in our_paths
+    return (
+        code in _OWN_FILE_ERRNOS and len(lines) > 1 and lines[1].strip().removeprefix("file: ") in our_paths
+    )
 
 
 def _matches(reading: Reading, output: str, our_paths: Sequence[str]) -> bool:
@@ -779,9 +789,8 @@ def classify(
     if row.kind == "panic":
         where = _panic_location(output)
         return verdict("panic", f"panicked{' at ' + where if where else ''} (exit {exit_code})")
-    words = {"rejected": "rejected", "declined": "declined", "failed": "failed"}.get(row.kind, row.kind)
-    quote = "" if row.kind == "rejected" else _quote(output)
-    return verdict(row.kind, f"{words} (exit {exit_code}){quote}")
+    quote = "" if row.kind == "rejected" else _quote(output)  # a rejection's words are the export's
+    return verdict(row.kind, f"{row.kind} (exit {exit_code}){quote}")
 
 
 def predicted(checker: Checker, case: CanaryCase, run: KernelRun) -> bool:
