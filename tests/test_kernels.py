@@ -57,8 +57,9 @@ def _names(res) -> list[str]:  # type: ignore[no-untyped-def]
 #: acts each out as its source says).
 OWN_REJECTION = {
     "leanchecker-paranoid": ("rejected", "rejected (exit 1)"),
-    "lean4lean": ("aborted", "aborted (SIGABRT: a panic)"),  # its printer panics under abort
-    "nanoda": ("panic", "panicked at src/tc.rs:925:71 (exit 101)"),
+    # A type mismatch: its printer panics, and under LEAN_ABORT_ON_PANIC that aborts.
+    "lean4lean": ("aborted", "aborted (SIGABRT: a panic)"),
+    "nanoda": ("panic", "panicked at src/tc.rs:955:71 (exit 101)"),
     "con-leche": ("rejected", "rejected (exit 1)"),
     "con-ron": ("rejected", "rejected (exit 1)"),
 }
@@ -111,7 +112,7 @@ def test_a_checker_declining_only_the_task_s_export_rejects_naming_it(tmp_path: 
         ("crash", "crashed", f"crashed ({signal.Signals(signal.SIGSEGV).name})"),
         ("oom", "aborted", "aborted (SIGABRT: out of memory)"),
         ("stack", "aborted", "aborted (SIGABRT: stack overflow)"),
-        ("panic", "failed", "failed (exit 3): thread '<unnamed>' panicked"),
+        ("panic", "failed", "failed (exit 3): thread '<unnamed>' ("),
     ],
 )
 def test_a_crash_on_the_task_s_export_rejects_naming_it(
@@ -133,7 +134,7 @@ def test_a_checker_sleeping_past_its_own_budget_is_rejected_and_the_official_ver
     official, con_ron = _run(K.OFFICIAL, res), _run("con-ron", res)
     assert official.verdict == "accepted"  # the judge's verdict came within its own deadline
     assert con_ron.kind == "timed out" and con_ron.budget_s is not None
-    assert con_ron.budget_s == pytest.approx(max(8.0, 10 * official.seconds), abs=0.01)
+    assert con_ron.budget_s == pytest.approx(max(8.0, 8 * official.seconds), abs=0.01)
     assert con_ron.budget_s <= con_ron.seconds < con_ron.budget_s + 5
     assert res.reason.startswith(f"kernel con-ron timed out (its own budget of {con_ron.budget_s:.0f} s)")
     assert [k.verdict for k in res.kernels if k.name not in ("con-ron",)] == ["accepted"] * 5
@@ -231,7 +232,7 @@ def test_padding_the_proof_cannot_turn_a_second_kernel_s_rejection_into_could_no
     """An export the official kernel accepts (an exploit of its bug) and con-ron rejects, padded
     until the official replay takes most of the build-and-judge deadline (`judge sleep 8` of 12 s):
     con-ron's work grows with the padding (1.5 x the official's) and lands past the judge's
-    deadline, but within its own budget (10 x the official's). The watchdog's slack is cut to 1 s,
+    deadline, but within its own budget (8 x the official's). The watchdog's slack is cut to 1 s,
     so a checker running past a deadline the watchdog was not re-armed for would stall the grade."""
     monkeypatch.setattr(pipeline, "STALL_SLACK_S", 1.0)
     text = submission("judge sleep 8", "judge checker con-ron slower 1.5", "judge checker con-ron reject")
@@ -242,7 +243,7 @@ def test_padding_the_proof_cannot_turn_a_second_kernel_s_rejection_into_could_no
     assert official.verdict == "accepted" and official.seconds >= 8
     # It took longer than all that was left of the judge's deadline (< 4 s), within its own budget.
     assert con_ron.seconds >= 12.0 > 12.0 - official.seconds
-    assert con_ron.budget_s == pytest.approx(10 * official.seconds, abs=0.01)
+    assert con_ron.budget_s == pytest.approx(8 * official.seconds, abs=0.01)
 
 
 @needs_bwrap
@@ -295,8 +296,9 @@ def test_a_checker_whose_row_is_wrong_fails_its_selftest_and_grades_are_could_no
     (double / "double-checker-nanoda_bin").write_text("wrong-row")
     res = _graded(tmp_path, submission("judge checker nanoda reject"), kernels="all", toolchain_dir=double)
     assert not res.judged and res.reward == 0.0
-    why = "checker nanoda failed its self-test: an export missing a dependency: predicted panic at src/tc.rs;"
-    assert why + " got failed (exit 1)" in res.reason, res.reason
+    why = "checker nanoda failed its self-test: an export missing a dependency: "
+    why += "predicted panic (exit 101 at src/tc.rs);"
+    assert why + " got failed (e" in res.reason, res.reason  # cut to length there
     # Until the toolchain changes: the failure is remembered, and a changed nanoda is tried again.
     again = _graded(tmp_path, kernels="all", toolchain_dir=double)
     assert not again.judged and "checker nanoda failed its self-test" in again.reason
@@ -323,7 +325,8 @@ def test_doctor_selftest_and_lean_check_name_a_checker_that_failed_its_selftest(
     _status, lines = selftest_every_route(build_parser().parse_args(["lean-check", *flags]))
     report = "\n".join(lines)
     assert "checkers that failed their self-test: nanoda\n" in report, report
-    assert "| FAILED checker nanoda: an export missing a dependency | panic at src/tc.rs | " in report
+    row = "| FAILED checker nanoda: an export missing a dependency | panic (exit 101 at src/tc.rs) | "
+    assert row in report
 
 
 def test_a_checker_without_its_axiom_check_fails_the_selftest_naming_it(tmp_path: Path) -> None:
@@ -337,8 +340,9 @@ def test_a_checker_without_its_axiom_check_fails_the_selftest_naming_it(tmp_path
     checkers.write_text(text.replace(check, "        bad = []\n"), encoding="utf-8")
     res = _graded(tmp_path, kernels="all", toolchain_dir=double)
     assert not res.judged
-    why = "checker nanoda failed its self-test: an axiom outside the list: predicted panic at src/tc.rs;"
-    assert why + " got accepted (accepted)" in res.reason, res.reason
+    why = "checker nanoda failed its self-test: an axiom outside the list: "
+    why += "predicted panic (exit 101 at src/tc.rs);"
+    assert why + " got accepted" in res.reason, res.reason
 
 
 # ---- the toolchain manifest --------------------------------------------------------------------

@@ -25,18 +25,22 @@ ret != 0 then ... kernel rejected the solution"; tests/lake/tests/check-paranoid
 fault; the grader keeps those apart, so `kernels = all` grades on the export route only.
 
 **Readings of the output.** Where one exit status mixes causes, the checker's own words tell them
-apart. A reading looks only at the output's first line (the second, for a usage text after its
-one-line complaint; the last, for an abort), and only when the output was not cut: each host or
-setup error is printed before the checker reads a byte of the export (or, for the abort, is the
-runtime's last word), so no text the export makes a checker print (a constant's name) can stand
-in that place and turn a rejection into could not judge. Any other output is the export's.
+apart. A reading is the *whole* output, line by line from the first, each line matched whole
+(`Reading.lines`), and only when the output was not cut: each host or setup error is printed
+before the checker reads a byte of the export, and the program stops right after it, so its text
+is all there is. A name the export chooses can follow a checker's own first words anywhere, with
+newlines in it, so a prefix or a later line proves nothing (checkers-table-review.md correction
+3). Any other output is the export's. A reading's `setup` cause is constant over exports (our
+command line, our config, the toolchain's build), so the self-test's reference fails on it first.
 
 **Sources.** Each row cites the checker's own source as stored (repo @commit, path, function).
 No stored source is the revision v4.35.0-rc2 pins: those pins were not found, nor are rc2's
 `LeanChecker.lean` and `Check.lean` stored (the research note behind this table:
 checkers-table.md, issue 36). Where the nearest source predates rc2 the row says so, and the
 self-test decides: on the real toolchain each checker must accept the reference and reject every
-invalid canary *with the class its row predicts* (`Checker.predicts`, selftest.py).
+invalid canary *with the class and the exit status its row predicts* (`Checker.predicts`,
+selftest.py). The table was checked against the sources by a reviewer who did not write it
+(checkers-table-review.md, 2026-12-06); its corrections are in the rows.
 Shared runtime facts (cited once here, used by the rows):
 - LEAN-EXC: a Lean `main` whose exception escapes prints `uncaught exception: <msg>` and exits 1
   (lean4 src/runtime/io.cpp @ce4ae37c `lean_io_result_show_error`; src/Lean/Compiler/IR/EmitC.lean
@@ -51,13 +55,15 @@ Shared runtime facts (cited once here, used by the rows):
   `lean_internal_panic_out_of_memory`). A native stack overflow prints `Stack overflow detected.
   Aborting.` and aborts whatever the variable (src/runtime/stack_overflow.cpp @f2573dc5
   `segv_handler`).
-- RUST: a panic prints `thread '<name>' panicked at <file>:<line>:<col>:` and the process exits
-  101; `main` returning `Err(e)` prints `Error: {e:?}` and exits 1; a failed allocation prints
-  `memory allocation of <n> bytes failed` and aborts (SIGABRT); a stack overflow prints `thread
-  '<name>' has overflowed its stack` and aborts (rust-lang/rust library/std/src/rt.rs @17f41815
-  `lang_start_internal`; process.rs @7a40b316 `Termination for Result`; alloc.rs @441a33e8
-  `default_alloc_error_hook`; sys/pal/unix/stack_overflow.rs @6e1b2a54). Neither Rust checker's
-  Cargo.toml sets `panic = "abort"` (nanoda_lib @f58f2f6, con-ron @32a60de7).
+- RUST: a panic prints `thread '<name>' panicked at <file>:<line>:<col>:` (`thread '<name>'
+  (<tid>) panicked at ...` in the Rust that built the rc toolchains: checkers-table.md T1) and the
+  process exits 101; `main` returning `Err(e)` prints `Error: {e:?}` and exits 1; a failed
+  allocation prints `memory allocation of <n> bytes failed` and aborts (SIGABRT); a stack overflow
+  prints `thread '<name>' has overflowed its stack` and aborts (rust-lang/rust
+  library/std/src/rt.rs @17f41815 `lang_start_internal`; process.rs @7a40b316 `Termination for
+  Result`; alloc.rs @441a33e8 `default_alloc_error_hook`; sys/pal/unix/stack_overflow.rs
+  @6e1b2a54). Neither Rust checker's Cargo.toml sets `panic = "abort"` (nanoda_lib @f58f2f6,
+  con-ron @32a60de7).
 """
 
 from __future__ import annotations
@@ -81,9 +87,7 @@ Verdict = Literal["accepted", "rejected", "not judged"]
 #: How a checker takes the export: its path as the last argument, or a nanoda config file.
 InputStyle = Literal["path", "nanoda_config"]
 #: What the self-test's checker canaries are, as each checker's row predicts its answer.
-CanaryCase = Literal["reference", "ill-typed", "unpermitted axiom"]
-#: Where a reading looks: the output's first line, its last non-empty line, or its second line.
-Where = Literal["first", "last", "second"]
+CanaryCase = Literal["reference", "missing dependency", "type mismatch", "unpermitted axiom"]
 
 #: The verdict each kind of outcome gives (KernelKind in result.py says what each is).
 VERDICT_OF: dict[KernelKind, Verdict] = {
@@ -106,14 +110,17 @@ VERDICT_OF: dict[KernelKind, Verdict] = {
 
 @dataclass(frozen=True)
 class Reading:
-    """One text that moves an exit status to another class: the output's line at `where` starts
-    with `prefix` (or, `lean_io`, is a Lean IO error on a host errno or on one of our files)."""
+    """One text that moves an exit status to another class: the output's non-empty lines, from
+    the first, are `lines` (each a regular expression matched against the whole line, `{path}`
+    standing for one of our files' paths), with nothing after them unless `more`; or, `lean_io`,
+    the output is a Lean IO error on a host errno or on one of our files (LEAN-IO)."""
 
     kind: KernelKind
     meaning: str
     source: str
-    prefix: str = ""
-    where: Where = "first"
+    lines: tuple[str, ...] = ()
+    more: bool = False
+    """Further lines may follow (a usage text): only for a first line the export cannot make."""
     lean_io: bool = False
 
 
@@ -131,17 +138,17 @@ class ExitRow:
 
 @dataclass(frozen=True)
 class Prediction:
-    """What a checker's row predicts on a self-test canary: the kinds it may come out as, and a
-    text its detail must hold (nanoda's panic location)."""
+    """What a checker's row predicts on a self-test canary: its class, its exact status (`exit 1`,
+    `SIGABRT`: `run_status`), and a text its detail must hold (nanoda's panic location)."""
 
-    kinds: frozenset[KernelKind]
+    kind: KernelKind
+    status: str
     detail_has: str = ""
     where: str = ""
-    """How `detail_has` reads in a report (`panic at src/tc.rs`)."""
+    """How `detail_has` reads in a report (`at src/tc.rs`)."""
 
     def describe(self) -> str:
-        kinds = " or ".join(sorted(self.kinds))
-        return f"{kinds} {self.where}" if self.where else kinds
+        return f"{self.kind} ({self.status}{' ' + self.where if self.where else ''})"
 
 
 @dataclass(frozen=True)
@@ -182,13 +189,22 @@ _LEAN_IO_UNREADABLE = Reading(
 )
 
 
-_ILL_TYPED_REJECT = Prediction(frozenset({"rejected"}))
-_ACCEPTS_AXIOM = Prediction(frozenset({"accepted"}))
-_NANODA_PANIC = Prediction(frozenset({"panic"}), "panicked at src/tc.rs:", "at src/tc.rs")
-_DECLINE_OR_REJECT = Prediction(frozenset({"declined", "rejected"}))
+#: Rust's `io::Error` Display for an OS error: the C library's message, then its number (library/std
+#: src/io/error/repr_bitpacked.rs and error.rs `Display for Error`: "{detail} (os error {code})").
+_RUST_IO = r"[A-Z][A-Za-z/ ,'-]* \(os error \d+\)"
+#: nanoda's `MainError` Debug: the error's Display, a blank line, then this (nanoda_lib @f58f2f6
+#: src/main.rs l.54-58).
+_NANODA_HELP = r"run with `-h` or `--help` for help"
+_RUST_NOTE = r"note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+
+_ACCEPT = Prediction("accepted", "exit 0")
+_LEAN_REJECT = Prediction("rejected", "exit 1")
+_NANODA_PANIC = Prediction("panic", "exit 101", "panicked at src/tc.rs:", "at src/tc.rs")
+_DECLINE = Prediction("declined", "exit 2")
 
 #: The order in which Lake's `--paranoid` runs them (tests/lake/tests/check-paranoid/test.sh
-#: @1fbba09c), then con-ron. Each factor is from the cost evidence of checkers-table.md §5.
+#: @1fbba09c), then con-ron. Each factor is the floor of the independent review of the table
+#: (checkers-table-review.md §1.8, correction 10), from the cost evidence cited in its row.
 CHECKERS: tuple[Checker, ...] = (
     Checker(
         "leanchecker-paranoid",
@@ -215,19 +231,20 @@ CHECKERS: tuple[Checker, ...] = (
                         "setup",
                         "our command line refused",
                         "lean4 src/LeanChecker.lean @017bb1eb `main`",
-                        prefix="uncaught exception: Exactly one export file expected",
+                        lines=(r"uncaught exception: Exactly one export file expected but got: .*",),
                     ),
                 ),
             ),
         ),
         predicts={
-            "reference": Prediction(frozenset({"accepted"})),
-            "ill-typed": _ILL_TYPED_REJECT,
-            "unpermitted axiom": _ACCEPTS_AXIOM,
+            "reference": _ACCEPT,
+            "missing dependency": _LEAN_REJECT,
+            "type mismatch": _LEAN_REJECT,
+            "unpermitted axiom": _ACCEPT,
         },
         time_factor=3.0,
         time_factor_why="the official kernel's code with a hardened allocator, usually slower than the "
-        "default one; no measurement found (checkers-table.md §5)",
+        "default one; no measurement found (checkers-table.md §5; review §1.8: no evidence either way)",
         abort_on_panic=True,
         abort_on_panic_why="Lake sets it for every kernel (Check.lean @0243d9f4 `runExternalKernel`: "
         'envOverride ("LEAN_ABORT_ON_PANIC", "1")): a panic aborts instead of going on with a default '
@@ -251,39 +268,52 @@ CHECKERS: tuple[Checker, ...] = (
             ExitRow(
                 1,
                 "rejected",
-                "a kernel exception (a type error, or its fuel ran out: `deterministicTimeout`, "
-                "`deepRecursion`), a constructor or recursor record unlike the generated one, a parse "
-                "error of the export, our command line, an IO error",
-                "digama0/lean4lean @ecb3b666 Lean4Lean/Replay.lean `throwKernelException`, `addDecl`, "
-                "`checkPostponedConstructors`, `checkPostponedRecursors`; Lean4Lean/FuelConfig.lean; "
-                "Main.lean `main`; LEAN-EXC",
+                "a kernel exception other than a declaration type mismatch (`uncaught exception: at "
+                "<decl>: (kernel) ...`: an unknown constant, an application type mismatch, ...; its fuel "
+                "ran out: `deterministicTimeout`, `deepRecursion`), a constructor or recursor record "
+                "unlike the generated one, a parse error of the export, our command line, an IO error",
+                "digama0/lean4lean @6ff16905 Lean4Lean/Replay.lean `Kernel.Exception.mapEnvM`, "
+                "`throwKernelException`, `replayConstant` (`at {name}: ...`), "
+                "`checkPostponedConstructors`, `checkPostponedRecursors`; @ecb3b666 "
+                "Lean4Lean/FuelConfig.lean, Main.lean `main`; LEAN-EXC",
                 readings=(
                     _LEAN_IO_UNREADABLE,
                     Reading(
                         "setup",
                         "our command line refused (`--import` takes exactly one file)",
                         "digama0/lean4lean @ecb3b666 Main.lean `main`",
-                        prefix="uncaught exception: --import",
+                        lines=(r"uncaught exception: --import .*",),
                     ),
                 ),
             ),
         ),
         predicts={
-            "reference": Prediction(frozenset({"accepted"})),
-            # Under LEAN_ABORT_ON_PANIC its error printer panics (it pretty-prints against an empty
-            # environment, Replay.lean `throwKernelException`), so a rejection is SIGABRT; an error
-            # with no expression to print can still be exit 1.
-            "ill-typed": Prediction(frozenset({"aborted", "rejected"})),
-            "unpermitted axiom": _ACCEPTS_AXIOM,
+            "reference": _ACCEPT,
+            # The theorem's use of a constant the export lacks: `unknownConstant`, printed against
+            # the fresh environment `mapEnvM` gives every exception but one: no panic, exit 1.
+            "missing dependency": _LEAN_REJECT,
+            # `declTypeMismatch` is the one exception `mapEnvM` leaves with the replay's own
+            # environment, which has no extension state: its printer panics (`getStateImpl`), and
+            # under LEAN_ABORT_ON_PANIC that is SIGABRT (LEAN-PANIC; checkers-table.md T1 saw it).
+            "type mismatch": Prediction("aborted", "SIGABRT"),
+            "unpermitted axiom": _ACCEPT,
         },
         time_factor=4.0,
-        time_factor_why="no measurement found; a reimplementation in Lean whose README claims the "
-        "official kernel's algorithmic improvements (checkers-table.md §5)",
+        time_factor_why="measured at +25 % to +188 % of the official kernel's time on real corpora "
+        "(arena.lean-lang.org, before lean4lean @aaeeb15's replay fix; review §1.3); nothing on "
+        "reduction-heavy shapes, where its fuel, not its time, is the likelier limit",
         abort_on_panic=True,
         abort_on_panic_why="Lake sets it for every kernel (Check.lean @0243d9f4 `runExternalKernel`). "
-        "Unset, a panic inside the check goes on with a default value (LEAN-PANIC); set, a rejection "
-        "may end in SIGABRT, which the by-cause rule reads as a rejection anyway",
-        notes=("never declines: no exit 2 in its source (Main.lean @ecb3b666)",),
+        "Unset, a panic in its own replay (`unreachable!`, `newConstants[n]!`, Replay.lean "
+        "`replayConstant`) goes on with a default `ConstantInfo` (LEAN-PANIC); set, that and a "
+        "declaration type mismatch end in SIGABRT, a rejection by the rule",
+        notes=(
+            "never declines: no exit 2 in its source (Main.lean @ecb3b666)",
+            "its fuel (Lean4Lean/FuelConfig.lean: whnf 100000, lazyDelta 1000, ...) is Lake's "
+            "default; running out is a rejection (exit 1) that the official kernel, which has no "
+            "fuel, would not give: the grader passes no `--config` (an honest heavy proof the "
+            "reference does not cover can be refused by lean4lean alone)",
+        ),
     ),
     Checker(
         "nanoda",
@@ -292,7 +322,8 @@ CHECKERS: tuple[Checker, ...] = (
         input="nanoda_config",
         command_source="lean4 tests/lake/tests/check-paranoid/test.sh @1fbba09c (`nanoda_bin stub got: "
         "/`: one argument, a JSON config, as Check.lean @0243d9f4 `runExternalKernel` writes it); "
-        "ammkrn/nanoda_lib @f58f2f6 (0.4.10-beta) src/main.rs `main` (the rc2 pin was not found)",
+        "ammkrn/nanoda_lib @f58f2f6 (0.4.10-beta) src/main.rs `main` (the rc2 pin was not found; a "
+        "third-party rc3 record shows its line numbers differ, checkers-table.md T1)",
         input_format="`export_file_path` in export format [3.1.0, 3.2.0) (nanoda_lib @f58f2f6 "
         "src/parser.rs `check_semver`); config keys of src/util.rs `Config` (unknown keys ignored)",
         exits=(
@@ -301,15 +332,25 @@ CHECKERS: tuple[Checker, ...] = (
                 "panic",
                 "a panic: an ill-typed export (an assertion of the type checker, e.g. "
                 "`assertion failed: self.def_eq(u, v)`), a use of an axiom outside the permitted list "
-                "(`declaration not found in infer_const`), a construct it does not support",
+                "(`declaration not found in infer_const`), a construct it does not support, an index "
+                "past 31 bits (src/util.rs), a config it cannot parse (constant: the self-test's "
+                "reference fails on it first), or the reading below",
                 "nanoda_lib @f58f2f6 src/tc.rs `check_declar`, `assert_def_eq`, `infer_const`; "
-                "src/parser.rs `go1`; @698c869 commit message (panic 101 = not well typed); RUST",
+                "src/parser.rs `go1`; src/util.rs l.56, l.657, l.924; @698c869 commit message (panic 101 "
+                "= not well typed); RUST",
                 readings=(
                     Reading(
-                        "setup",
-                        "our config is not valid JSON or has a wrong type (`.unwrap()` on the parse)",
-                        "nanoda_lib @f58f2f6 src/util.rs l.924 (`TryFrom<&Path>`)",
-                        prefix="thread 'main' panicked at src/util.rs:",
+                        "host fault",
+                        "a worker thread could not be created (EAGAIN: the host's thread limit); "
+                        "`num_threads` is ours, constant over exports",
+                        "nanoda_lib @f58f2f6 src/tc.rs `check_all_declars_par` l.128-136 "
+                        "(`.spawn_scoped(...)...unwrap()` on the main thread); RUST",
+                        lines=(
+                            r"thread 'main'(?: \(\d+\))? panicked at src/tc\.rs:\d+:\d+:",
+                            r"called `Result::unwrap\(\)` on an `Err` value: "
+                            r'Os \{ code: 11, kind: WouldBlock, message: "[^"]*" \}',
+                            _RUST_NOTE,
+                        ),
                     ),
                 ),
             ),
@@ -323,8 +364,8 @@ CHECKERS: tuple[Checker, ...] = (
             ExitRow(
                 1,
                 "failed",
-                "`main` returned an error: a line of the export its schema refuses (serde; the "
-                "export's), or one of the readings below",
+                "`main` returned an error: a line of the export its schema refuses (serde, `... at line "
+                "N column M`; the export's), or one of the readings below",
                 "nanoda_lib @f58f2f6 src/main.rs `main`, `MainError`; src/parser.rs `go1` "
                 "(`serde_json::from_str(line)?`); RUST",
                 readings=(
@@ -332,51 +373,60 @@ CHECKERS: tuple[Checker, ...] = (
                         "setup",
                         "our config file cannot be opened",
                         "nanoda_lib @f58f2f6 src/util.rs `TryFrom<&Path>`",
-                        prefix="Error: failed to open configuration file",
+                        lines=(r"Error: failed to open configuration file: .*", _NANODA_HELP),
                     ),
                     Reading(
                         "setup",
                         "our config contradicts itself",
                         "nanoda_lib @f58f2f6 src/util.rs",
-                        prefix="Error: incompatible config options",
+                        lines=(r"Error: incompatible config options.*", _NANODA_HELP),
                     ),
                     Reading(
                         "host errno",
                         "the export file cannot be opened",
                         "nanoda_lib @f58f2f6 src/util.rs `to_export_file`",
-                        prefix="Error: Failed to open export file",
+                        lines=(r"Error: Failed to open export file.*", _NANODA_HELP),
+                    ),
+                    Reading(
+                        "host errno",
+                        "the export could not be read: an OS error (its Display, `(os error N)`)",
+                        "nanoda_lib @f58f2f6 src/parser.rs l.393 `parse_export_file` "
+                        "(`read_line(...)?`); RUST",
+                        lines=(r"Error: " + _RUST_IO, _NANODA_HELP),
                     ),
                     Reading(
                         "setup",
                         "a pretty-printer destination (not in our config)",
-                        "nanoda_lib @f58f2f6 src/util.rs",
-                        prefix="Error: Failed to open pretty printer destination file",
+                        "nanoda_lib @f58f2f6 src/util.rs `get_pp_destination`",
+                        lines=(r"Error: Failed to open pretty printer destination file.*", _NANODA_HELP),
                     ),
                     Reading(
                         "setup",
                         "the toolchain's exporter writes a format version nanoda does not take",
                         "nanoda_lib @f58f2f6 src/parser.rs `check_semver`",
-                        prefix="Error: export format version is",
+                        lines=(r"Error: export format version is .*", _NANODA_HELP),
                     ),
                     Reading(
                         "setup",
                         "our command line has no config path",
                         "nanoda_lib @f58f2f6 src/main.rs `main`",
-                        prefix="Error: This program expects a path",
+                        lines=(r"Error: This program expects a path.*", _NANODA_HELP),
                     ),
                 ),
             ),
         ),
         predicts={
-            "reference": Prediction(frozenset({"accepted"})),
-            "ill-typed": _NANODA_PANIC,
+            "reference": _ACCEPT,
+            # A constant the export lacks is not found in the environment (src/tc.rs `infer_const`).
+            "missing dependency": _NANODA_PANIC,
+            "type mismatch": _NANODA_PANIC,
             # `unpermitted_axiom_hard_error: false`: the axiom is not installed, so its use panics.
             "unpermitted axiom": _NANODA_PANIC,
         },
-        time_factor=2.0,
-        time_factor_why="third-party timings put nanoda among the fastest kernels (4.9 min against the "
-        "official 22 min on Mathlib, 4 threads); we give it 2 threads, so 2x covers a single-thread "
-        "slowdown with room (checkers-table.md §5)",
+        time_factor=4.0,
+        time_factor_why="0.4-0.7x the official kernel on real corpora (arena.lean-lang.org; con-ron "
+        "OVERVIEW.md @00cf6cc8 §9, one worker), but nothing on reduction-heavy exports and its "
+        "bignums are num-bigint, not GMP: 4x until measured (review §1.8)",
         abort_on_panic=False,
         abort_on_panic_why="irrelevant: nanoda reads no environment variable (nanoda_lib @f58f2f6: no "
         "`env::var` in src/); not set",
@@ -389,7 +439,10 @@ CHECKERS: tuple[Checker, ...] = (
             "(src/tc.rs `check_all_declars`, src/lib.rs `STACK_SIZE`), so a deep term overflows the "
             "same way on every host; with 1 it runs on the main thread, whose stack is the host's",
             "a worker's panic is followed by main's `A thread in `check_all_declars` panicked while "
-            "being joined` at src/tc.rs:140: the first panic line names the worker's location",
+            "being joined: Any { .. }` (src/tc.rs l.139-141); the other workers go on checking "
+            "until the list is done, so a rejection costs about a full check",
+            "a panic's first line is `thread '<name>' (<tid>) panicked at <file>:<line>:<col>:` in the "
+            "Rust that built rc3 (T1); no reading matches a line number, which differ by build",
         ),
     ),
     Checker(
@@ -405,14 +458,17 @@ CHECKERS: tuple[Checker, ...] = (
                 1,
                 "rejected",
                 "a declaration rejected (`con-leche: invalid: ...` at the parse, `con-leche: <e> [at "
-                "<decl>, fold position <i>]` at the fold); a runtime out of memory without "
-                "LEAN_ABORT_ON_PANIC; an uncaught IO error",
-                "con-ron @2789de1c vendor/con-leche/Main.lean header, `CheckError.exitCode`, `checkMain`",
+                "<decl>, fold position <i>]` at the fold, a mismatching basis block); a runtime out of "
+                "memory without LEAN_ABORT_ON_PANIC; or the reading below",
+                "con-ron @2789de1c vendor/con-leche/Main.lean header, `CheckError.exitCode`, `checkMain`, "
+                "`usage` (a mismatching basis block still rejects)",
                 readings=(
                     Reading(
                         "host errno",
-                        "the export could not be opened (`parseInput`)",
-                        _LEAN_IO_SOURCE,
+                        "the export could not be opened or read: an IO error the parse does not catch "
+                        "(`parseExportStreamD` opens and reads in plain IO; no input makes one)",
+                        "con-leche frontend `parseExportStreamD` (index ids 67333512631, 67265860998; "
+                        "review §1.6); " + _LEAN_IO_SOURCE,
                         lean_io=True,
                     ),
                 ),
@@ -422,34 +478,37 @@ CHECKERS: tuple[Checker, ...] = (
                 "declined",
                 "declined: a construct it does not support (`con-leche: declined: ...`, or `not "
                 "implemented yet: ...` at the fold): an inductive block no route takes, a use of "
-                "`sorryAx`, a non-pinned axiom, a prelude declaration unlike its pinned one",
-                "con-ron @2789de1c vendor/con-leche/Main.lean `CheckError.exitCode`, `usage`",
+                "`sorryAx`, a non-pinned axiom (even one only declared, at its own record), a prelude "
+                "declaration unlike its pinned one",
+                'con-ron @2789de1c vendor/con-leche/Main.lean `CheckError.exitCode`, `usage` ("Every '
+                'other non-pinned axiom declines at its own record")',
             ),
             ExitRow(
                 3,
                 "failed",
-                "an internal error at the parse (`con-leche: <file>:<line>: <msg>`) or the fold, a "
-                "worker failed as an IO action, or one of the readings below",
+                "an internal error at the parse (`con-leche: <file>:<line>: <msg>`) or the fold, or one "
+                "of the readings below",
                 "con-ron @2789de1c vendor/con-leche/Main.lean `checkMain`, `checkPool`, `main`",
                 readings=(
                     Reading(
                         "setup",
                         "our command line refused (the usage text)",
                         "con-ron @2789de1c vendor/con-leche/Main.lean `main`, `usage`",
-                        prefix="usage: con-leche",
-                    ),
-                    Reading(
-                        "setup",
-                        "our command line refused (`con-leche: <msg>`, then the usage text)",
-                        "con-ron @2789de1c vendor/con-leche/Main.lean `main`",
-                        prefix="usage: con-leche",
-                        where="second",
+                        lines=(r"usage: con-leche .*",),
+                        more=True,
                     ),
                     Reading(
                         "setup",
                         "the toolchain's built-in prelude does not parse (a broken build)",
                         "con-ron @2789de1c vendor/con-leche/Main.lean `checkMain`",
-                        prefix="con-leche: the built-in prelude",
+                        lines=(r"con-leche: the built-in prelude .*",),
+                    ),
+                    Reading(
+                        "host fault",
+                        'a worker failed as an IO action: "never a verdict on the input" (its source); '
+                        "the `con-leche: ` prefix is not confirmed",
+                        "con-ron @2789de1c vendor/con-leche/Main.lean `checkDeclsIO`, `checkPool`",
+                        lines=(r"(?:con-leche: )?check phase: (?:the|a) worker failed: .*",),
                     ),
                 ),
             ),
@@ -458,31 +517,26 @@ CHECKERS: tuple[Checker, ...] = (
             Reading(
                 "host fault",
                 "the runtime could not create a worker thread (1 GiB of address space each; the "
-                "host's thread limit, or our address-space limit)",
+                "host's thread limit, or our address-space limit, 16 GiB against a memory cap near "
+                "1 GiB)",
                 'con-ron @2789de1c vendor/con-leche/Main.lean `jobsCount` docstring ("the runtime '
-                "aborts ('failed to create thread', exit 134)\")",
-                prefix="failed to create thread",
-                where="last",
-            ),
-            Reading(
-                "host fault",
-                "the same, as the runtime's internal panic",
-                "con-ron @2789de1c vendor/con-leche/Main.lean `jobsCount`; LEAN-PANIC",
-                prefix="INTERNAL PANIC: failed to create thread",
-                where="last",
+                "aborts ('failed to create thread', exit 134)\"); LEAN-PANIC",
+                lines=(r"(?:INTERNAL PANIC: )?failed to create thread.*",),
             ),
         ),
         predicts={
-            "reference": Prediction(frozenset({"accepted"})),
-            "ill-typed": _ILL_TYPED_REJECT,
-            # Its usage text says "every other non-pinned axiom declines"; its README says it
-            # "will reject any other axiom" (con-ron @1d005446 vendor/con-leche/README.md).
-            "unpermitted axiom": _DECLINE_OR_REJECT,
+            "reference": _ACCEPT,
+            "missing dependency": _LEAN_REJECT,
+            "type mismatch": _LEAN_REJECT,
+            # Its usage text: "Every other non-pinned axiom declines at its own record"; a
+            # third-party rc3 record shows exit 2 (checkers-table.md T1; review correction 8).
+            "unpermitted axiom": _DECLINE,
         },
-        time_factor=6.0,
+        time_factor=8.0,
         time_factor_why="measured at 1.14-1.69x the official kernel's instructions on real workloads "
-        "and up to 5.35x on synthetic worst cases, single worker (con-ron @1d005446 "
-        "vendor/con-leche/PERF.md); 6x covers the worst measured",
+        "and up to 5.35x on synthetic worst cases, single worker, one run per cell (con-ron @1d005446 "
+        "vendor/con-leche/PERF.md); 8x leaves room for the load between the judge's run and its own "
+        "(review §1.8)",
         abort_on_panic=True,
         abort_on_panic_why="Lake sets it for every kernel (Check.lean @0243d9f4); with it a runtime "
         "out of memory is SIGABRT, apart from a rejection's exit 1 (Main.lean header: otherwise \"the "
@@ -493,7 +547,11 @@ CHECKERS: tuple[Checker, ...] = (
             "reserving 1 GiB of address space, which under the grader's 16 GiB address-space backstop "
             "aborts on a host with more than about ten threads, for every input (Main.lean "
             "`jobsCount`); PERF.md measures the `--jobs=1` lane",
-            "it reads CON_LECHE_INMODEL* and CON_LECHE_PROJREC_TRACE; the grader's environment has none",
+            "it reads CON_LECHE_INMODEL* and CON_LECHE_PROJREC_TRACE; every checker runs in the "
+            "grader's complete environment (process/commands.py `child_env`: nothing inherited), as "
+            "Lake's `--clearenv` does",
+            "primitive projections: a decline in its README, but `checkMain` rewrites projection "
+            "functions to recursor form (`projRewrites`); not found as a decline (review §1.6)",
         ),
     ),
     Checker(
@@ -529,63 +587,61 @@ CHECKERS: tuple[Checker, ...] = (
                 readings=(
                     Reading(
                         "setup",
-                        "our command line refused (the usage text)",
+                        "our command line refused (the usage text alone: not exactly one file)",
                         "con-ron @05321985 con-ron.rs `main`",
-                        prefix="usage: con-ron",
-                    ),
-                    Reading(
-                        "setup",
-                        "our command line refused (`con-ron: <msg>`, then the usage text)",
-                        "con-ron @05321985 con-ron.rs `main`",
-                        prefix="usage: con-ron",
-                        where="second",
+                        lines=(r"usage: con-ron .*",),
+                        more=True,
                     ),
                     Reading(
                         "host fault",
-                        "the 1 GiB-stack checking thread could not be spawned",
+                        "the 1 GiB-stack checking thread could not be spawned (before the input is read)",
                         "con-ron @05321985 con-ron.rs `main`",
-                        prefix="con-ron: cannot spawn the checking thread",
+                        lines=(r"con-ron: cannot spawn the checking thread: " + _RUST_IO,),
                     ),
                     Reading(
                         "setup",
                         "the reserved-name pins do not intern (a broken build)",
                         "con-ron @05321985 con-ron.rs `check_main`",
-                        prefix="con-ron: the reserved-name pins do not intern",
+                        lines=(r"con-ron: the reserved-name pins do not intern .*",),
                     ),
                     Reading(
                         "setup",
                         "the built-in prelude does not parse (a broken build)",
                         "con-ron @05321985 con-ron.rs `check_main`",
-                        prefix="con-ron: the built-in prelude",
+                        lines=(r"con-ron: the built-in prelude .*",),
                     ),
                     Reading(
                         "host errno",
                         "the export file cannot be read (`con-ron: <file>: <io error>`)",
-                        "con-ron @05321985 con-ron.rs `check_main` (`parse_export_stream_d` `Err`)",
-                        prefix="con-ron: {export}: ",
+                        "con-ron @05321985 con-ron.rs `check_main` (`parse_export_stream_d` `Err`; that "
+                        "this arm is only an IO error is not verified: the reading asks for an OS error)",
+                        lines=(r"con-ron: {path}: " + _RUST_IO,),
                     ),
                 ),
             ),
         ),
         predicts={
-            "reference": Prediction(frozenset({"accepted"})),
-            "ill-typed": _ILL_TYPED_REJECT,
-            # A third-party rc3 record shows a decline for a non-standard axiom (checkers-table.md
-            # T1); a rejection would be as good a verdict.
-            "unpermitted axiom": _DECLINE_OR_REJECT,
+            "reference": _ACCEPT,
+            "missing dependency": _LEAN_REJECT,
+            "type mismatch": _LEAN_REJECT,
+            # Not found in con-ron's own source: its exit codes are con-leche's (con-ron.rs module
+            # docstring), whose usage says a non-pinned axiom declines. The self-test decides.
+            "unpermitted axiom": _DECLINE,
         },
-        time_factor=10.0,
-        time_factor_why="documented as up to 1.6x con-leche's wall time, more with more threads (con-ron "
-        "@07552312 README.md): 1.6 x 5.35 = 8.6x the official kernel on con-leche's worst measured "
-        "shape; 10x covers it",
+        time_factor=8.0,
+        time_factor_why="about 0.47x con-leche's instructions and wall time on Init and Mathlib, one "
+        "worker (con-ron OVERVIEW.md @00cf6cc8 §9; the 1.6x of README @07552312 is the old design's); "
+        "nothing on reduction-heavy shapes, so con-leche's factor (review §1.8)",
         abort_on_panic=False,
         abort_on_panic_why='irrelevant: "The binary reads no environment variable" (con-ron.rs @05321985 '
-        "`USAGE`); not set",
+        "`USAGE`); not set. Later revisions read CON_LECHE_* (OVERVIEW.md @00cf6cc8 §2.1): the "
+        "grader's environment has none (process/commands.py `child_env`)",
         polices_axioms=True,
         notes=(
             "`--jobs=1`: one phase-B worker, each reserving 1 GiB of stack (con-ron.rs `USAGE`); the "
             "checking thread itself has a 1 GiB stack (`driver::STACK_BYTES`)",
             "out of memory aborts (SIGABRT, `memory allocation of <n> bytes failed`): a rejection",
+            "the set of inductive shapes it declines changes between revisions (review §1.5)",
         ),
     ),
 )
@@ -655,6 +711,22 @@ def budget_s(checker: Checker, *, official_s: float | None, floor_s: float) -> f
     return max(floor_s, work)
 
 
+#: A checker's memory is at least this many times the official judge's peak on the same export
+#: (review §3, "memory budget should scale with the grade"): the measured peaks of con-ron,
+#: con-leche and nanoda are at most about the official kernel's (con-leche PERF.md @1d005446:
+#: Mathlib 7.87 against 9.16 GiB; con-ron OVERVIEW.md @00cf6cc8 §9: Init 0.36-0.65 GB), so twice
+#: it leaves room for a checker whose allocator or representation costs more.
+MEMORY_FACTOR = 2
+
+
+def memory_extra_mb(*, judge_extra_mb: int, memory_mb: int, official_peak_mb: int) -> int:
+    """What a checker gets on top of `memory_mb` (pure): the judge's own fixed cost (so at least
+    the judge's memory), or enough for MEMORY_FACTOR times the official judge's peak on this
+    export, whichever is more. A heavier honest export raises the checkers' memory with it, as
+    a longer official replay raises their time (`budget_s`)."""
+    return max(judge_extra_mb, MEMORY_FACTOR * official_peak_mb - memory_mb)
+
+
 @dataclass(frozen=True)
 class Classification:
     """What one checker's run came to: the verdict, the class (`KernelKind`) and a few words."""
@@ -664,55 +736,54 @@ class Classification:
     detail: str
 
 
-def _line(output: str, where: Where) -> str:
-    lines = [ln for ln in output.splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    if where == "first":
-        return lines[0].strip()
-    if where == "second":
-        return lines[1].strip() if len(lines) > 1 else ""
-    return lines[-1].strip()
+def _lines(output: str) -> list[str]:
+    """The output's non-empty lines, stripped."""
+    return [ln.strip() for ln in output.splitlines() if ln.strip()]
 
 
 #: LEAN-IO's first line: a gist of lowercase words (a fixed gist, or the C library's strerror with
 #: its first letter lowered), then the errno; no Lean name (dots, capitals) fits the gist.
-_LEAN_IO_ERROR = re.compile(r"^uncaught exception: [a-z][a-z ]* \(error code: (\d+)[,)]")
+_LEAN_IO_ERROR = re.compile(r"uncaught exception: [a-z][a-z ]* \(error code: (\d+)(?:, [^()]*)?\)")
 #: A missing or unreadable file of ours (the export, the config) is the host's or the grader's:
 #: the submission cannot reach the verdict directory (routes/checkers.py).
 _OWN_FILE_ERRNOS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR})
 
 
 def _lean_io_on_ours(output: str, our_paths: Sequence[str]) -> bool:
-    """Whether the output's first line is a Lean IO error (LEAN-IO) on a host errno, or on a file
-    of ours (`  file: <path>` on the next line names one of `our_paths`)."""
-    lines = [ln for ln in output.splitlines() if ln.strip()]
-    if not lines or (m := _LEAN_IO_ERROR.match(lines[0].strip())) is None:
+    """Whether the whole output is a Lean IO error (LEAN-IO: its line, then at most a `file:`
+    line) on a host errno, or on a file of ours (the `file:` line names one of `our_paths`)."""
+    lines = _lines(output)
+    if not 1 <= len(lines) <= 2 or (m := _LEAN_IO_ERROR.fullmatch(lines[0])) is None:
+        return False
+    named = lines[1].removeprefix("file: ") if len(lines) == 2 else None
+    if named is not None and not lines[1].startswith("file: "):
         return False
     code = int(m.group(1))
-    if code in HOST_ERRNOS:
-        return True
-    return (
-        code in _OWN_FILE_ERRNOS and len(lines) > 1 and lines[1].strip().removeprefix("file: ") in our_paths
-    )
+    return code in HOST_ERRNOS or (code in _OWN_FILE_ERRNOS and named in our_paths)
 
 
 def _matches(reading: Reading, output: str, our_paths: Sequence[str]) -> bool:
+    """Whether the output is the reading's text: its lines from the first, each whole, and no
+    other line unless `more` (review correction 3: a name the export chooses can stand anywhere
+    after a checker's own first words, so a prefix or a later line proves nothing)."""
     if reading.lean_io:
         return _lean_io_on_ours(output, our_paths)
-    prefixes = [reading.prefix]
-    if "{export}" in reading.prefix:  # a message that starts with the name of one of our files
-        prefixes = [reading.prefix.replace("{export}", p) for p in our_paths]
-    line = _line(output, reading.where)
-    return any(line.startswith(p) for p in prefixes if p)
+    lines = _lines(output)
+    if len(lines) < len(reading.lines) or (len(lines) > len(reading.lines) and not reading.more):
+        return False
+    paths = "|".join(re.escape(p) for p in our_paths) or "(?!)"
+    for line, pattern in zip(lines, reading.lines, strict=False):
+        if re.fullmatch(pattern.replace("{path}", f"(?:{paths})"), line) is None:
+            return False
+    return bool(reading.lines)
 
 
-def _quote(output: str, where: Where = "first") -> str:
-    line = _line(output, where)
-    return f": {one_line(line, 100)}" if line else ""
+def _quote(output: str) -> str:
+    lines = _lines(output)
+    return f": {one_line(lines[0], 100)}" if lines else ""
 
 
-_RUST_PANIC = re.compile(r"^thread '[^']*' panicked at ([^\s:]+:\d+:\d+):?")
+_RUST_PANIC = re.compile(r"^thread '[^']*'(?: \(\d+\))? panicked at ([^\s:]+:\d+:\d+):?")
 
 
 def _panic_location(output: str) -> str:
@@ -773,7 +844,7 @@ def classify(
             if not truncated:
                 for r in checker.abort_readings:
                     if _matches(r, output, our_paths):
-                        return verdict(r.kind, f"{r.meaning} ({name}){_quote(output, r.where)}")
+                        return verdict(r.kind, f"{r.meaning} ({name}){_quote(output)}")
             cause = _abort_cause(output)
             return verdict("aborted", f"aborted ({name}{': ' + cause if cause else ''})")
         return verdict("crashed", f"crashed ({name})")
@@ -785,7 +856,7 @@ def classify(
     if not truncated:
         for r in row.readings:
             if _matches(r, output, our_paths):
-                return verdict(r.kind, f"{r.meaning} (exit {exit_code}){_quote(output, r.where)}")
+                return verdict(r.kind, f"{r.meaning} (exit {exit_code}){_quote(output)}")
     if row.kind == "panic":
         where = _panic_location(output)
         return verdict("panic", f"panicked{' at ' + where if where else ''} (exit {exit_code})")
@@ -793,10 +864,19 @@ def classify(
     return verdict(row.kind, f"{row.kind} (exit {exit_code}){quote}")
 
 
+def run_status(exit_code: int | None, signal_no: int | None) -> str:
+    """How a run ended, as a prediction states it (pure): `exit 1`, `SIGABRT`, or "" (neither)."""
+    if signal_no is not None:
+        return signal_name(signal_no)
+    return f"exit {exit_code}" if exit_code is not None else ""
+
+
 def predicted(checker: Checker, case: CanaryCase, run: KernelRun) -> bool:
-    """Whether `run` came out as the checker's row predicts for a canary of `case` (pure)."""
+    """Whether `run` came out as the checker's row predicts for a canary of `case` (pure): the
+    same class *and* the same status (a row that says 101 where the checker exits 1 shows here,
+    even though both are rejections), and the detail's text where the row names one."""
     p = checker.predicts[case]
-    return run.kind in p.kinds and p.detail_has in run.detail
+    return run.kind == p.kind and run.status == p.status and p.detail_has in run.detail
 
 
 def combine(runs: Sequence[KernelRun]) -> tuple[Verdict, str]:

@@ -205,6 +205,9 @@ class KernelRun(BaseModel):
     `panicked at src/tc.rs:925:71 (exit 101)`, `timed out (its own budget of 40 s)`..."""
     kind: KernelKind | None = None
     """The class of the outcome (`KernelKind`); None on results written before it existed."""
+    status: str = ""
+    """How its process ended: `exit 1`, `SIGABRT` (`SIGKILL` for the grader's own kill); "" when it
+    did not run."""
     budget_s: float | None = None
     """The deadline this kernel ran under, in seconds (a bundled checker's own budget)."""
     peak_memory_mb: int = 0

@@ -291,9 +291,10 @@ BELIEFS: Mapping[str, str] = {
 @dataclass(frozen=True)
 class CheckerCanary:
     """An export every external checker reads alone (`checkers_only`, `kernels = all`), and what
-    it is to them (`case`): the reference, which each must accept; an ill-typed export, which each
-    must reject with the class its row predicts; an axiom outside the list, which each must
-    answer as its row predicts (kernels.py `Checker.predicts`)."""
+    it is to them (`case`): the reference, which each must accept; an ill-typed export (a missing
+    dependency, a type mismatch), which each must reject with the class and the exit status its
+    row predicts; an axiom outside the list, which each must answer as its row predicts
+    (kernels.py `Checker.predicts`)."""
 
     name: str
     text: str
@@ -314,13 +315,13 @@ def checker_canaries() -> tuple[CheckerCanary, ...]:
         CheckerCanary(
             "an export missing a dependency",
             reference_submission(SELFTEST_P),
-            "ill-typed",
+            "missing dependency",
             export_edit=functools.partial(drop_constant, name=row_lemma_name(SELFTEST_P, 0)),
         ),
         CheckerCanary(
             "an export whose theorem's type is not what its value proves",
             reference_submission(SELFTEST_P),
-            "ill-typed",
+            "type mismatch",
             export_edit=functools.partial(
                 retype_constant, name=theorem_name(SELFTEST_P), like=row_lemma_name(SELFTEST_P, 0)
             ),
@@ -366,7 +367,8 @@ def judge_checkers(c: CheckerCanary, res: GradeResult) -> list[CheckerProblem]:
         problems.append(
             CheckerProblem(
                 checker.name,
-                f"predicted {expected}; got {run.detail or run.verdict} ({run.kind})",
+                f"predicted {expected}; got {run.detail or run.verdict} ({run.kind}, "
+                f"{run.status or 'no status'})",
                 run.kind in HOST_KINDS,
             )
         )
@@ -660,7 +662,7 @@ def _checker_part(toolchain: Toolchain, config: GraderConfig) -> list[str]:
             binary = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
         except OSError:
             binary = "missing"
-        predicts = {case: [*sorted(p.kinds), p.detail_has] for case, p in c.predicts.items()}
+        predicts = {case: [p.kind, p.status, p.detail_has] for case, p in c.predicts.items()}
         parts.append(json.dumps([c.name, c.args, binary, predicts], sort_keys=True))
     return parts
 

@@ -11,7 +11,8 @@ Each checker runs under its own limits, never under what is left of the judge's:
   replay of this export, never less than `timeout_s` (the judge's own allowance); the grade's
   watchdog is re-armed for it (`arm`);
 - at least the judge's memory: `memory_mb` plus the judge's own fixed cost
-  (`replay.JUDGE_MEMORY_MB`, passed in as `judge_memory_extra_mb`);
+  (`replay.JUDGE_MEMORY_MB`, passed in as `judge_memory_extra_mb`), or twice the official judge's
+  peak on this export if that is more (`kernels.memory_extra_mb`);
 - LEAN_ABORT_ON_PANIC as its row says (`kernels.checker_env`), not the verdict step's blanket one.
 
 Verdicts and could-not-judge outcomes are `kernels.classify` and `kernels.combine`: what the
@@ -81,6 +82,11 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
     await asyncio.to_thread(_write_config, tmp / kernelsmod.NANODA_CONFIG, config_text)
     official = next((k for k in g.result.kernels if k.name == kernelsmod.OFFICIAL), None)
     official_s = official.seconds if official is not None else None
+    extra_mb = kernelsmod.memory_extra_mb(
+        judge_extra_mb=judge_memory_extra_mb,
+        memory_mb=g.config.memory_mb,
+        official_peak_mb=official.peak_memory_mb if official is not None else 0,
+    )
     runs: list[KernelRun] = []
     for checker in kernelsmod.CHECKERS:
         binary = kernelsmod.checker_path(env.toolchain.dir, checker)
@@ -100,7 +106,7 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
         argv = kernelsmod.checker_argv(binary, checker, str(export), config_path)
         ooms = core.oom_kill_count()
         try:
-            out = await run_checker(g, env, checker, argv, deadline, memory_extra_mb=judge_memory_extra_mb)
+            out = await run_checker(g, env, checker, argv, deadline, memory_extra_mb=extra_mb)
         except HostFault as fault:
             runs.append(
                 KernelRun(
@@ -129,6 +135,7 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
                 name=checker.name,
                 verdict=found.verdict,
                 kind=found.kind,
+                status=kernelsmod.run_status(out.record.exit_code, out.record.signal),
                 seconds=out.record.seconds,
                 budget_s=round(budget, 3),
                 peak_memory_mb=out.peak_rss_mb,

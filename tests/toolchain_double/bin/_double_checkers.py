@@ -54,6 +54,11 @@ NANODA_CONFIG_TYPES = {
 }
 RUN_WITH_HELP = "\n\nrun with `-h` or `--help` for help"
 RUST_NOTE = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+#: Where the shipped nanoda panics (a third-party rc3 record, checkers-table.md T1: its line numbers
+#: differ from nanoda_lib @f58f2f6's 925, 197 and 760; the grader matches none of them).
+NANODA_DEF_EQ = "src/tc.rs:955:71"
+NANODA_INFER_CONST = "src/tc.rs:230:13"
+NANODA_MDATA = "src/parser.rs:784:17"
 LEAN4LEAN_PRINTER_PANIC = (
     "PANIC at _private.Lean.Environment.0.Lean.EnvExtension.getStateImpl Lean.Environment:1376:4: "
     "invalid environment extension has been accessed"
@@ -71,6 +76,12 @@ def out(text: str) -> None:
 
 def err(text: str) -> None:
     sys.stderr.write(text + "\n")
+
+
+def rust_thread(name: str) -> str:
+    """How the Rust that built the rc toolchains names a thread in a panic: `'main' (<tid>)`
+    (library/std panicking.rs `default_hook`; T1 saw `thread 'main' (66072) panicked at`)."""
+    return f"'{name}' ({os.getpid()})"
 
 
 def die_of(sig: int) -> None:
@@ -156,7 +167,7 @@ def parse_nanoda(args: list[str]) -> tuple[str, tuple[str, ...], dict]:
         if not isinstance(config.get("export_file_path"), str):
             raise ValueError("missing field `export_file_path`")
     except (ValueError, AttributeError) as exc:
-        err("thread 'main' panicked at src/util.rs:924:57:")
+        err(f"thread {rust_thread('main')} panicked at src/util.rs:924:57:")
         err(f'called `Result::unwrap()` on an `Err` value: Error("{exc}")')
         err(RUST_NOTE)
         raise Exit(101) from None
@@ -244,14 +255,14 @@ def number(text: str) -> float:
 
 
 def rust_panic(location: str, message: str, threads: int) -> None:
-    """A Rust panic (library/std rt.rs: exit 101); with worker threads, main's join panic too
-    (nanoda_lib src/tc.rs `check_all_declars` l.139-141)."""
-    thread = "thread_0" if threads >= 2 else "main"
-    err(f"thread '{thread}' panicked at {location}:\n{message}")
+    """A Rust panic (library/std rt.rs: exit 101); with worker threads (unnamed: `spawn_scoped` on
+    a plain Builder), main's join panic too (nanoda_lib src/tc.rs `check_all_declars` l.139-141)."""
+    thread = "<unnamed>" if threads >= 2 else "main"
+    err(f"thread {rust_thread(thread)} panicked at {location}:\n{message}")
     err(RUST_NOTE)
     if threads >= 2:
-        err("thread 'main' panicked at src/tc.rs:140:46:")
-        err("A thread in `check_all_declars` panicked while being joined")
+        err(f"thread {rust_thread('main')} panicked at src/tc.rs:140:46:")  # @f58f2f6 l.140
+        err("A thread in `check_all_declars` panicked while being joined: Any { .. }")
     raise Exit(101)
 
 
@@ -261,18 +272,23 @@ def reject(binary: str, why: str, decl: str, threads: int, unknown: str | None) 
         out(f"Lean default kernel rejects the solution: {why}")  # src/LeanChecker.lean `checkExport`
         raise Exit(1)
     if binary == "lean4lean":
-        # Replay.lean `throwKernelException` pretty-prints against an empty environment: the
-        # printer panics; under LEAN_ABORT_ON_PANIC that is an abort (src/runtime/object.cpp).
-        err(LEAN4LEAN_PRINTER_PANIC)
-        err("backtrace:")
-        if abort_on_panic():
-            die_of(signal.SIGABRT)
-        err(f"uncaught exception: at {decl}: {why}\n  [Error pretty printing expression]")
+        # Replay.lean `Kernel.Exception.mapEnvM` gives every kernel exception the fresh printing
+        # environment but `declTypeMismatch`, which keeps the replay's own, extension-less one: its
+        # printer panics, and under LEAN_ABORT_ON_PANIC that is an abort (src/runtime/object.cpp).
+        # Every other exception prints and exits 1 (`replayConstant`: `at {name}: ...`).
+        if why.startswith("(kernel) declaration type mismatch"):
+            err(LEAN4LEAN_PRINTER_PANIC)
+            err("backtrace:")
+            if abort_on_panic():
+                die_of(signal.SIGABRT)
+            err(f"uncaught exception: at {decl}: {why}\n  [Error pretty printing expression]")
+            raise Exit(1)
+        err(f"uncaught exception: at {decl}: {why}")
         raise Exit(1)
     if binary == "nanoda_bin":
         if unknown is not None:
-            rust_panic("src/tc.rs:197:13", f"declaration not found in infer_const, {unknown}", threads)
-        rust_panic("src/tc.rs:925:71", "assertion failed: self.def_eq(u, v)", threads)
+            rust_panic(NANODA_INFER_CONST, f"declaration not found in infer_const, {unknown}", threads)
+        rust_panic(NANODA_DEF_EQ, "assertion failed: self.def_eq(u, v)", threads)
     if binary == "con-leche":
         err(f"con-leche: {why} [at thm {decl}, fold position 11] (--verified) t=0.01s")
         raise Exit(1)
@@ -306,16 +322,17 @@ def stack_overflow(binary: str) -> None:
     if binary in LEAN_PROGRAMS:  # src/runtime/stack_overflow.cpp `segv_handler`
         err("\nStack overflow detected. Aborting.")
     else:  # library/std sys/pal/unix/stack_overflow.rs
-        err("\nthread 'main' has overflowed its stack\nfatal runtime error: stack overflow")
+        err(f"\nthread {rust_thread('main')} has overflowed its stack\nfatal runtime error: stack overflow")
     die_of(signal.SIGABRT)
 
 
 def panic(binary: str, threads: int) -> None:
     """A crash of the checker's own code on this export."""
     if binary == "nanoda_bin":
-        rust_panic("src/parser.rs:760:21", "Expr.mdata not supported", threads)
+        rust_panic(NANODA_MDATA, "Expr.mdata not supported", threads)
     if binary == "con-ron":  # con-ron.rs `main`: a panic on the checking thread is exit 3
-        err("thread '<unnamed>' panicked at crates/con-ron-core/src/arena/checker.rs:1:1:\ndouble says panic")
+        where = "crates/con-ron-core/src/arena/checker.rs:1:1"
+        err(f"thread {rust_thread('<unnamed>')} panicked at {where}:\ndouble says panic")
         err("con-ron: the checking thread died")
         raise Exit(3)
     err("PANIC at Double.check Double.Check:1:1: double says panic")  # src/runtime/object.cpp
@@ -334,8 +351,9 @@ def act(binary: str, verb: str, arg: str, slept: float, threads: int) -> None:
         held = bytearray(int(number(arg)) << 20)  # bytearray(n) writes its n zero bytes
         time.sleep(3)
         del held
-    elif verb == "reject":
-        reject(binary, "(kernel) double says no", "Double.scripted", threads, None)
+    elif verb == "reject":  # a type mismatch: each checker's own reject code or panic for it
+        why = "(kernel) declaration type mismatch, 'Double.scripted' (double says no)"
+        reject(binary, why, "Double.scripted", threads, None)
     elif verb == "decline":
         decline(binary)
     elif verb == "panic":
@@ -396,7 +414,7 @@ def main(binary: str, args: list[str]) -> int:
         raise Exit(1)
     if why is None:  # an axiom outside the list, used
         if binary == "nanoda_bin":  # `unpermitted_axiom_hard_error: false`: not installed, so
-            rust_panic("src/tc.rs:197:13", f"declaration not found in infer_const, {bad[0]}", threads)
+            rust_panic(NANODA_INFER_CONST, f"declaration not found in infer_const, {bad[0]}", threads)
         if binary == "con-leche":  # Main.lean `usage`: "every other non-pinned axiom declines"
             err(
                 f"con-leche: not implemented yet: non-standard axiom ({bad[0]}) [at axiom {bad[0]}, "
