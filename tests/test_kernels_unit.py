@@ -181,6 +181,10 @@ def test_a_signal_from_outside_is_could_not_judge_and_a_fault_is_a_rejection(nam
         "rejected", "capped", "stopped by a cap of its own run (SIGXCPU)"
     )
     assert run(name, sig=signal.SIGABRT) == K.Classification("rejected", "aborted", "aborted (SIGABRT)")
+    # The judge's reading too (signals.py): a trusted program runs without our seccomp filter, and
+    # its output is a pipe, so neither SIGSYS nor SIGXFSZ can be its input's doing.
+    assert run(name, sig=signal.SIGSYS).kind == "killed from outside"
+    assert run(name, sig=signal.SIGXFSZ).kind == "killed from outside"
 
 
 @pytest.mark.parametrize(

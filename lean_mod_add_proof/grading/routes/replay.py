@@ -29,7 +29,7 @@ from typing import ClassVar
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import kernels as kernelsmod
 from lean_mod_add_proof.grading import package as pkgmod
-from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading import signals, workdirs
 from lean_mod_add_proof.grading.axioms import check_axioms
 from lean_mod_add_proof.grading.judge import (
     JUDGE_OUTPUT_CAP,
@@ -332,7 +332,7 @@ class ReplayRoute:
             # overflow the stack): a verdict, or a crafted term could dodge its rejection. Any other
             # signal the grader did not send is the host's: the judge is trusted, and nothing makes
             # it kill itself (a SIGKILL of the OOM killer, an operator's or a scheduler's SIGTERM).
-            hosts = signum is not None and core.trusted_signal_is_the_hosts(signum)
+            hosts = signum is not None and signals.trusted_signal_is_the_hosts(signum)
             on_input = replay_started(out.text) and not hosts
             what = "the kernel check of this submission" if on_input else "the judge"
             failure = command_failure(what, out, config.timeout_s) or what
