@@ -130,6 +130,12 @@ def test_each_factor_is_the_one_the_table_gives() -> None:
     assert all(c.time_factor_why for c in K.CHECKERS)
 
 
+def test_the_wall_clock_backstop_is_three_times_the_cpu_budget() -> None:
+    assert K.WALL_PER_CPU_S == 3
+    assert K.wall_backstop_s(40) == 120
+    assert K.CPU_CAP == "CPU time cap exceeded"
+
+
 def test_the_budget_scales_with_the_official_replay_and_never_falls_below_the_floor() -> None:
     con_ron = K.checker_named("con-ron")
     assert K.budget_s(con_ron, official_s=50.0, floor_s=300.0) == 400.0
@@ -157,9 +163,19 @@ def test_a_checker_s_memory_is_the_judge_s_or_twice_the_official_peak() -> None:
 @pytest.mark.parametrize("name", K.CHECKER_NAMES)
 def test_zero_accepts_and_the_grader_s_own_kills_are_the_export_s(name: str) -> None:
     assert run(name, 0) == K.Classification("accepted", "accepted", "accepted")
-    timed = run(name, timed_out=True, sig=9, budget=40.0)
-    assert timed == K.Classification("rejected", "timed out", "timed out (its own budget of 40 s)")
-    assert run(name, timed_out=True, sig=9).detail == "timed out (its own budget)"
+    # Its own budget is CPU seconds, its RLIMIT_CPU: running out of it is the export's doing.
+    cpu = "CPU time cap exceeded (40 CPU seconds in one process)"
+    timed = run(name, sig=signal.SIGXCPU, limit_exceeded=cpu, budget=40.0)
+    assert timed == K.Classification("rejected", "timed out", "timed out (its own budget of 40 CPU s)")
+    assert run(name, sig=9, limit_exceeded=cpu).detail == "timed out (its own budget)"
+    # Its wall-clock backstop (3 x the CPU budget) passing first is the host's load.
+    backstop = run(name, timed_out=True, sig=9, budget=40.0, wall_s=120.0)
+    assert backstop == K.Classification(
+        "not judged",
+        "host fault",
+        "its wall-clock backstop of 120 s passed before its CPU budget ran out (the host's load)",
+    )
+    assert run(name, timed_out=True, sig=9).detail.startswith("its wall-clock backstop passed before")
     capped = run(name, sig=9, limit_exceeded="memory cap exceeded (700 MiB > 600 MiB)", timed_out=True)
     assert capped == K.Classification(
         "rejected", "capped", "stopped by a cap of its own run: memory cap exceeded (700 MiB > 600 MiB)"

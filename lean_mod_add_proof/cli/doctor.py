@@ -344,8 +344,10 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
                 "checkers",
                 len(have) == len(kernelsmod.CHECKERS) or config.kernels == "official",
                 f"kernels={config.kernels}; the toolchain ships: {listed}; with kernels=all each runs "
-                f"after the judge under its own budget, its factor x the official replay ({factors}): "
-                f"at worst {worst:g} s more per grade (docs/grading.md)",
+                f"after the judge under its own budget, its factor x the official replay's CPU "
+                f"seconds ({factors}): at worst {worst:g} CPU s more per grade, about as many "
+                f"seconds on a free core; its wall-clock backstop is {kernelsmod.WALL_PER_CPU_S}x "
+                "that (docs/grading.md)",
                 "a v4.35 release toolchain ships all five; with kernels=all a missing one makes "
                 "every grade could-not-judge",
                 required=config.kernels == "all",

@@ -326,9 +326,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
     factors = ", ".join(f"{c.name} {c.time_factor:g}x" for c in CHECKERS)
     Console().print(
-        f"kernels=all adds, after the judge, one budget per checker of its factor x the official "
-        f"replay ({factors}; never under timeout_s): at worst "
-        f"{sum(c.time_factor for c in CHECKERS):g} x timeout_s more per grade (docs/grading.md)",
+        f"kernels=all adds, after the judge, one CPU budget per checker of its factor x the official "
+        f"replay's CPU seconds ({factors}; never under timeout_s): at worst "
+        f"{sum(c.time_factor for c in CHECKERS):g} x timeout_s CPU seconds more per grade, about as "
+        "many seconds on a free core (docs/grading.md)",
         highlight=False,
     )
     return 0

@@ -13,11 +13,13 @@ checker below reads the same export file, in the sandbox, from the verdict direc
   not send, SIGTERM, ... (`signals.signal_origin` is `outside`);
 - a host errno on a file the grader wrote (the export, nanoda's config), in the checker's own
   wording (the `host errno` readings below);
+- its wall-clock backstop passed before its CPU budget ran out (`wall_backstop_s`): the host gave
+  it no CPU;
 - our own command line or config, or the toolchain's own build (a version its exporter writes, a
   prelude that does not parse), refused (the `setup` readings): constant over exports, so the
   self-test's reference already fails on them.
 Everything the submission's export causes is a **rejection naming the checker**: its reject code
-or panic, a decline, a cap of its own run, a timeout within its own budget, any fault signal
+or panic, a decline, a cap of its own run, running out of its own CPU budget, any fault signal
 (SIGABRT, SIGSEGV, ...), any exit status its row does not list. Lake's `--paranoid` rejects on
 every non-zero exit too (lean4 src/lake/Lake/CLI/Check.lean @0243d9f4 `runExternalKernel`: "if
 ret != 0 then ... kernel rejected the solution"; tests/lake/tests/check-paranoid/test.sh
@@ -702,13 +704,30 @@ def checker_env(checker: Checker) -> dict[str, str]:
 
 
 def budget_s(checker: Checker, *, official_s: float | None, floor_s: float) -> float:
-    """The checker's own deadline, in seconds from its start (pure): its time factor times the
-    official kernel's measured replay of this same export (`official_s`; None when the judge did
-    not run, as for the self-test's checker canaries), and never less than `floor_s`, the time
-    the official judge itself may take (the grade's `timeout_s`). Padding the export makes the
-    official replay longer, and so the checkers' budgets with it."""
+    """The checker's own budget, in CPU seconds (pure): its time factor times the CPU seconds the
+    official kernel's replay of this same export used (`official_s`; None when the judge did not
+    run, as for the self-test's checker canaries), and never less than `floor_s`, the time the
+    official judge itself may take (the grade's `timeout_s`). Padding the export makes the
+    official replay longer, and so the checkers' budgets with it. CPU seconds, not wall time
+    (review correction 9): host load between the judge's run and the checker's cannot use them
+    up, so it cannot turn an honest proof into a rejection."""
     work = checker.time_factor * official_s if official_s is not None else 0.0
     return max(floor_s, work)
+
+
+#: A checker's wall-clock backstop is this many times its CPU budget: it passes only when the
+#: checker got less than a third of a core for its whole run, which is the host's load (or a
+#: checker blocked, not computing: no export makes a checker wait). Its expiry is could not judge.
+WALL_PER_CPU_S = 3
+
+
+def wall_backstop_s(cpu_budget_s: float) -> float:
+    """The checker's wall-clock deadline, in seconds from its start (pure)."""
+    return WALL_PER_CPU_S * cpu_budget_s
+
+
+#: How process/ names the CPU cap's kill (`cpu_cap_reason`): a checker's own CPU budget.
+CPU_CAP = "CPU time cap exceeded"
 
 
 #: A checker's memory is at least this many times the official judge's peak on the same export
@@ -816,22 +835,31 @@ def classify(
     truncated: bool = False,
     oom_killer_acted: bool = False,
     budget: float | None = None,
+    wall_s: float | None = None,
     our_paths: Sequence[str] = (),
 ) -> Classification:
     """What one checker's run on the export says, by cause (pure; the module docstring's rule).
-    `timed_out` and `limit_exceeded` are the grader's own kills at the checker's own deadline
-    (`budget` seconds) and caps; `output` is its output as kept (`truncated`: cut to its end);
+    `limit_exceeded` is the grader's kill at a cap of the checker's own run, its CPU budget
+    (`budget` CPU seconds, `CPU_CAP`) among them; `timed_out`, the grader's kill at its wall-clock
+    backstop (`wall_s` seconds), which only the host's load reaches first; `output` is its
+    output as kept (`truncated`: cut to its end);
     `oom_killer_acted`: the kernel's OOM-kill counter moved while it ran (or cannot be read);
     `our_paths`: the export's and the config's paths as the checker sees them."""
 
     def verdict(kind: KernelKind, detail: str) -> Classification:
         return Classification(VERDICT_OF[kind], kind, detail)
 
+    if limit_exceeded and limit_exceeded.startswith(CPU_CAP):
+        within = f" of {budget:.0f} CPU s" if budget is not None else ""
+        return verdict("timed out", f"timed out (its own budget{within})")
     if limit_exceeded:
         return verdict("capped", f"stopped by a cap of its own run: {limit_exceeded}")
     if timed_out:
-        within = f" of {budget:.0f} s" if budget is not None else ""
-        return verdict("timed out", f"timed out (its own budget{within})")
+        backstop = f" of {wall_s:.0f} s" if wall_s is not None else ""
+        return verdict(
+            "host fault",
+            f"its wall-clock backstop{backstop} passed before its CPU budget ran out (the host's load)",
+        )
     if signal_no is not None:
         name = signal_name(signal_no)
         origin = signal_origin(signal_no)

@@ -7,9 +7,11 @@ What crosses into each checker's process: the export's text (and nanoda's config
 grader), nothing else of the submission's.
 
 Each checker runs under its own limits, never under what is left of the judge's:
-- a deadline of its own, `kernels.budget_s`: its time factor times the official judge's measured
-  replay of this export, never less than `timeout_s` (the judge's own allowance); the grade's
-  watchdog is re-armed for it (`arm`);
+- a budget of its own in CPU seconds, `kernels.budget_s`: its time factor times the CPU seconds
+  of the official judge's replay of this export, never less than `timeout_s` (the judge's own
+  allowance), as its RLIMIT_CPU (`Limits.cpu_seconds`); running out of it is a rejection. A
+  wall-clock backstop of `kernels.WALL_PER_CPU_S` times that, whose expiry is the host's load
+  (could not judge); the grade's watchdog is re-armed for it (`arm`);
 - at least the judge's memory: `memory_mb` plus the judge's own fixed cost
   (`replay.JUDGE_MEMORY_MB`, passed in as `judge_memory_extra_mb`), or twice the official judge's
   peak on this export if that is more (`kernels.memory_extra_mb`);
@@ -24,6 +26,7 @@ not judge naming it.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from pathlib import Path
@@ -50,9 +53,11 @@ async def run_checker(
     deadline: float,
     *,
     memory_extra_mb: int,
+    cpu_seconds: int,
 ) -> CommandOutcome:
     """One checker's run, recorded: in the verdict directory, read-only, with the judge's /tmp
-    (nanoda's config is there), its own deadline, the judge's memory, its own environment."""
+    (nanoda's config is there), its own CPU budget and wall-clock backstop (`deadline`), the
+    judge's memory, its own environment."""
     assert g.grade_dir is not None
     return g.record(
         await env.run(
@@ -65,6 +70,7 @@ async def run_checker(
             writable=False,
             tmp_name=pkgmod.JUDGE_TMP,
             memory_extra_mb=memory_extra_mb,
+            cpu_seconds=cpu_seconds,
             extra_env=kernelsmod.checker_env(checker),
         )
     )
@@ -81,7 +87,7 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
     config_text = kernelsmod.nanoda_config(str(export), ALLOWED_AXIOMS, g.config.threads)
     await asyncio.to_thread(_write_config, tmp / kernelsmod.NANODA_CONFIG, config_text)
     official = next((k for k in g.result.kernels if k.name == kernelsmod.OFFICIAL), None)
-    official_s = official.seconds if official is not None else None
+    official_s = official.cpu_seconds if official is not None else None
     extra_mb = kernelsmod.memory_extra_mb(
         judge_extra_mb=judge_memory_extra_mb,
         memory_mb=g.config.memory_mb,
@@ -100,20 +106,23 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
                 )
             )
             continue
-        budget = kernelsmod.budget_s(checker, official_s=official_s, floor_s=g.config.timeout_s)
-        deadline = time.monotonic() + budget
+        budget = math.ceil(kernelsmod.budget_s(checker, official_s=official_s, floor_s=g.config.timeout_s))
+        wall_s = kernelsmod.wall_backstop_s(budget)
+        deadline = time.monotonic() + wall_s
         arm(deadline)
         argv = kernelsmod.checker_argv(binary, checker, str(export), config_path)
         ooms = core.oom_kill_count()
         try:
-            out = await run_checker(g, env, checker, argv, deadline, memory_extra_mb=extra_mb)
+            out = await run_checker(
+                g, env, checker, argv, deadline, memory_extra_mb=extra_mb, cpu_seconds=budget
+            )
         except HostFault as fault:
             runs.append(
                 KernelRun(
                     name=checker.name,
                     verdict="not judged",
                     kind="host fault",
-                    budget_s=round(budget, 3),
+                    budget_s=budget,
                     detail=f"could not run: {one_line(fault.reason, 120)}",
                 )
             )
@@ -128,6 +137,7 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
             truncated=out.record.truncated,
             oom_killer_acted=core.oom_killer_acted(ooms),
             budget=budget,
+            wall_s=wall_s,
             our_paths=(str(export), config_path),
         )
         runs.append(
@@ -137,7 +147,8 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
                 kind=found.kind,
                 status=kernelsmod.run_status(out.record.exit_code, out.record.signal),
                 seconds=out.record.seconds,
-                budget_s=round(budget, 3),
+                cpu_seconds=out.peak_cpu_s,
+                budget_s=budget,
                 peak_memory_mb=out.peak_rss_mb,
                 detail=found.detail,
             )

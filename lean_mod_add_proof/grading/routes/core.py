@@ -166,12 +166,19 @@ class CommandEnv:
         return signum == signal.SIGKILL and oom_killer_acted(ooms_before)
 
     def limits(
-        self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
+        self,
+        grade_dir: Path,
+        *,
+        trusted: bool = False,
+        memory_floor_mb: int = 0,
+        memory_extra_mb: int = 0,
+        cpu_seconds: int | None = None,
     ) -> Limits:
         """The per-grade caps. The trusted prebuild gets at least PREBUILD_MEMORY_MB (or
         `memory_floor_mb`), so a small cap meant for submissions cannot turn into "the task's own
         files do not build"; the judge gets `memory_extra_mb` on top, its own fixed cost, so the
-        cap bounds what the submission adds."""
+        cap bounds what the submission adds; `cpu_seconds`, a CPU budget of the command's own
+        (`Limits.cpu_seconds`)."""
         c = self.config
         floor = max(PREBUILD_MEMORY_MB, memory_floor_mb) if trusted else 0
         return Limits(
@@ -182,6 +189,7 @@ class CommandEnv:
             disk_paths=(grade_dir,),
             max_files=c.max_files,
             cpu_threads=c.threads,
+            cpu_seconds=cpu_seconds,
         )
 
     async def run(
@@ -203,6 +211,7 @@ class CommandEnv:
         extra_env: Mapping[str, str] | None = None,
         stdout_fd: int | None = None,
         untrusted: bool = False,
+        cpu_seconds: int | None = None,
     ) -> CommandOutcome:
         """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
         binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
@@ -255,6 +264,7 @@ class CommandEnv:
                     trusted=trusted,
                     memory_floor_mb=memory_floor_mb,
                     memory_extra_mb=memory_extra_mb,
+                    cpu_seconds=cpu_seconds,
                 ),
                 prlimit=self.prlimit,
                 sandboxed=self.sandboxed,

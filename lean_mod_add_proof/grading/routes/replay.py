@@ -356,6 +356,7 @@ class ReplayRoute:
                 verdict="accepted" if replayed else "rejected",
                 kind="accepted" if replayed else "rejected",
                 seconds=out.record.seconds,
+                cpu_seconds=out.peak_cpu_s,
                 peak_memory_mb=out.peak_rss_mb,
                 detail="accepted" if replayed else "rejected (kernel replay)",
             )

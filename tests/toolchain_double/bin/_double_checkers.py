@@ -230,14 +230,14 @@ def used_axioms(reader: Reader, terms: Terms) -> list[str]:
 
 def markers(reader: Reader | None, terms: Terms, name: str) -> tuple[list[tuple[str, str]], float]:
     """This checker's (verb, arg) markers carried in the export, and the seconds of the carried
-    `judge sleep` directives (the official judge's scripted replay time)."""
+    `judge spin` directives (the official judge's scripted replay work, in CPU seconds)."""
     if reader is None:
         return [], 0.0
     mine: list[tuple[str, str]] = []
     slept = 0.0
     for line in carried_directives(reader, terms):
         words = line.split()
-        if words[:1] == ["sleep"] and len(words) > 1:
+        if words[:1] == ["spin"] and len(words) > 1:
             slept += number(words[1])
         if len(words) >= 3 and words[0] == "checker" and words[1] in (name, "all"):
             mine.append((words[2], " ".join(words[3:])))
@@ -341,12 +341,21 @@ def panic(binary: str, threads: int) -> None:
     # Without the variable a Lean panic goes on with a default value: the check carries on.
 
 
+def spin(cpu_seconds: float) -> None:
+    """Work: burn `cpu_seconds` of this process's CPU time (a checker's budget is CPU seconds)."""
+    end = time.process_time() + cpu_seconds
+    while time.process_time() < end:
+        pass
+
+
 def act(binary: str, verb: str, arg: str, slept: float, threads: int) -> None:
-    """One marker, before the check (sleep, slower, alloc) or instead of it."""
-    if verb == "sleep":
+    """One marker, before the check (sleep, spin, slower, alloc) or instead of it."""
+    if verb == "sleep":  # waits without working: only the wall-clock backstop sees it
         time.sleep(number(arg))
-    elif verb == "slower":  # this checker's work: ARG times the official replay's (scripted) time
-        time.sleep(number(arg) * slept)
+    elif verb == "spin":
+        spin(number(arg))
+    elif verb == "slower":  # this checker's work: ARG times the official replay's (scripted) work
+        spin(number(arg) * slept)
     elif verb == "alloc":
         held = bytearray(int(number(arg)) << 20)  # bytearray(n) writes its n zero bytes
         time.sleep(3)
