@@ -105,34 +105,6 @@ class Equivalent:
 EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "kernels",
-        'return lines[1].strip() if len(lines) > 1 else ""',
-        'return lines[1].strip() if len(lines) > 1 else "XXXX"',
-        "a second-line reading only matches a line starting with its prefix (a usage text), which "
-        'neither "" nor "XXXX" does, and a second line is quoted only once it matched',
-    ),
-    Equivalent(
-        "kernels",
-        "if _matches(r, output, our_paths):",
-        "if _matches(r, output, None):",
-        "the abort readings (the one survivor of the two such lines) use neither `{export}` nor "
-        "`lean_io`, the only readings that look at our paths",
-    ),
-    Equivalent(
-        "kernels",
-        'return verdict(r.kind, f"{r.meaning} ({name}){_quote(output, r.where)}")',
-        'return verdict(r.kind, f"{r.meaning} ({name}){_quote(output, None)}")',
-        "`_line` reads any `where` but first and second as the last line, and every abort reading "
-        "reads the last line",
-    ),
-    Equivalent(
-        "kernels",
-        'prefix: str = ""',
-        "prefix: str = 'XXXX'",
-        "only the `lean_io` readings leave the prefix at its default, and `_matches` does not read "
-        "a `lean_io` reading's prefix",
-    ),
-    Equivalent(
-        "kernels",
         '_LEAN_IO_SOURCE = "LEAN-EXC + LEAN-IO (module docstring); a parse error of the export is no '
         'IO error"',
         "_LEAN_IO_SOURCE = 'XXLEAN-EXC + LEAN-IO (module docstring); a parse error of the export is no "
