@@ -346,7 +346,7 @@ def test_doctor_selftest_and_lean_check_name_a_checker_that_failed_its_selftest(
     assert main(["doctor", "--selftest", *flags]) == 1
     out = " ".join(capsys.readouterr().out.split())  # rich folds long lines
     assert "Checkers that failed their self-test: nanoda" in out, out
-    _status, lines = selftest_every_route(build_parser().parse_args(["lean-check", *flags]))
+    _status, lines = selftest_every_route(build_parser().parse_args(["lean-check", *flags]), {})
     report = "\n".join(lines)
     assert "checkers that failed their self-test: nanoda\n" in report, report
     row = "| FAILED checker nanoda: an export missing a dependency | panic (exit 101 at src/tc.rs) | "
