@@ -830,8 +830,11 @@ _CHEAT = (
 )
 
 
-def _checker(tc: Path, pkg: Path, name: str, export: Path) -> subprocess.CompletedProcess[str]:
-    """One bundled checker of the double on `export`, with the command line the grader gives it."""
+def _checker(
+    tc: Path, pkg: Path, name: str, export: Path, *, abort_on_panic: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """One bundled checker of the double on `export`, with the command line the grader gives it
+    (and LEAN_ABORT_ON_PANIC=1 with `abort_on_panic`, as the grader gives the Lean programs)."""
     if name == "nanoda_bin":
         config = pkg.parent / "nanoda.json"
         permitted = ["propext", "Classical.choice", "Quot.sound"]
@@ -844,7 +847,10 @@ def _checker(tc: Path, pkg: Path, name: str, export: Path) -> subprocess.Complet
     else:  # leanchecker, leanchecker-paranoid
         args = ["--silent", "--from-export", str(export)]
     argv = [str(tc / "bin" / name), *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    env = {k: v for k, v in os.environ.items() if k != "LEAN_ABORT_ON_PANIC"}
+    if abort_on_panic:
+        env["LEAN_ABORT_ON_PANIC"] = "1"
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
 
 
 def test_the_kernel_unfolds_a_trusted_spec_to_its_statement(tmp_path: Path) -> None:
@@ -861,9 +867,12 @@ def test_the_kernel_unfolds_a_trusted_spec_to_its_statement(tmp_path: Path) -> N
     for name in ("leanchecker", "leanchecker-paranoid", "lean4lean"):
         got = _checker(DOUBLE_DIR, pkg, name, export)
         assert got.returncode == 0, (name, got.stdout, got.stderr)
-    for name in ("nanoda_bin", "con-leche"):
-        got = _checker(DOUBLE_DIR, pkg, name, export)
-        assert (got.returncode, got.stdout) == (1, f"{name}: rejected: unpermitted axiom selftestCheat\n")
+    got = _checker(DOUBLE_DIR, pkg, "nanoda_bin", export)  # hard_error false: its use panics
+    assert got.returncode == 101, got.stderr
+    assert got.stderr.startswith("thread 'main' (")  # the Rust of the rc toolchains names the tid
+    assert "panicked at src/tc.rs:230:13:\ndeclaration not found in infer_const, selftestCheat" in got.stderr
+    got = _checker(DOUBLE_DIR, pkg, "con-leche", export)  # "every other non-pinned axiom declines"
+    assert got.returncode == 2 and "non-standard axiom (selftestCheat)" in got.stderr
 
 
 def test_unfolding_is_no_kinder_than_lean(tmp_path: Path) -> None:
@@ -967,9 +976,34 @@ def test_the_checkers_act_on_a_carried_replay_fail(tmp_path: Path) -> None:
     exported(pkg)
     done = _checker(DOUBLE_DIR, pkg, "leanchecker", export)
     assert (done.returncode, done.stderr) == (1, "uncaught exception: (kernel) boom\n")
-    for name in ("leanchecker-paranoid", "lean4lean", "nanoda_bin", "con-leche"):
-        got = _checker(DOUBLE_DIR, pkg, name, export)
-        assert (got.returncode, got.stdout) == (1, f"{name}: rejected: (kernel) boom\n")
+    # Each bundled checker rejects it in its own words (grading/kernels.py rows).
+    got = _checker(DOUBLE_DIR, pkg, "leanchecker-paranoid", export)
+    assert (got.returncode, got.stdout) == (1, "Lean default kernel rejects the solution: (kernel) boom\n")
+    # Not a declaration type mismatch: printed against the fresh environment, no panic, exit 1
+    # with or without LEAN_ABORT_ON_PANIC (lean4lean Replay.lean `Kernel.Exception.mapEnvM`).
+    for abort in (False, True):
+        got = _checker(DOUBLE_DIR, pkg, "lean4lean", export, abort_on_panic=abort)
+        assert (got.returncode, got.stderr) == (1, "uncaught exception: at Double.scripted: (kernel) boom\n")
+    got = _checker(DOUBLE_DIR, pkg, "nanoda_bin", export)
+    assert got.returncode == 101 and got.stderr.startswith("thread 'main' (")
+    assert got.stderr.splitlines()[0].endswith(" panicked at src/tc.rs:955:71:")
+    got = _checker(DOUBLE_DIR, pkg, "con-leche", export)
+    assert got.returncode == 1 and got.stderr.startswith("con-leche: (kernel) boom [at thm")
+
+
+def test_lean4lean_aborts_only_on_a_declaration_type_mismatch(tmp_path: Path) -> None:
+    """`Kernel.Exception.mapEnvM` keeps the replay's own, extension-less environment only for
+    `declTypeMismatch`, whose printer then panics (lean4lean Replay.lean; checkers-table.md T1):
+    SIGABRT under LEAN_ABORT_ON_PANIC, the message and exit 1 without it."""
+    pkg = build(tmp_path, submission("judge replay-fail (kernel) declaration type mismatch, 'x' has type"))
+    export = pkg.parent / "pkg.ndjson"
+    exported(pkg)
+    got = _checker(DOUBLE_DIR, pkg, "lean4lean", export, abort_on_panic=True)
+    assert got.returncode == -signal.SIGABRT, (got.returncode, got.stderr)
+    assert got.stderr.startswith("PANIC at _private.Lean.Environment.0.Lean.EnvExtension.getStateImpl")
+    got = _checker(DOUBLE_DIR, pkg, "lean4lean", export)
+    assert got.returncode == 1 and got.stderr.startswith("PANIC at _private.Lean.Environment")
+    assert "uncaught exception: at x: (kernel) declaration type mismatch" in got.stderr
 
 
 def test_lake_judges_only_the_theorems_closure(tmp_path: Path) -> None:

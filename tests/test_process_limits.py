@@ -914,6 +914,22 @@ async def test_a_kill_by_the_cpu_backstop_is_named_as_such(
     assert out.limit_exceeded == "CPU time cap exceeded (3 CPU seconds in one process)", out
 
 
+def test_a_command_s_own_cpu_budget_replaces_the_backstop(tmp_path: Path) -> None:
+    assert process.command_cpu_limits(limits(tmp_path, cpu_seconds=7), 100.0) == (7, 7 + 5)
+    assert process.command_cpu_limits(limits(tmp_path), 100.0) == process.cpu_limits(100.0, 1)
+    assert process.command_cpu_limits(limits(tmp_path, cpu_threads=2), 10.0) == process.cpu_limits(10.0, 2)
+
+
+async def test_a_command_stopped_by_its_own_cpu_budget_says_so_and_its_cpu_time(tmp_path: Path) -> None:
+    """A checker's budget (routes/checkers.py): RLIMIT_CPU set to `Limits.cpu_seconds`, however
+    far its wall-clock deadline; the outcome reports the CPU seconds its busiest process used."""
+    argv = burner(python_for(False), ignore_xcpu=False)
+    out = await run(tmp_path, argv, lim=limits(tmp_path, cpu_seconds=2), seconds=60)
+    assert not out.timed_out and out.record.signal == 24  # SIGXCPU, out.record
+    assert out.limit_exceeded == "CPU time cap exceeded (2 CPU seconds in one process)"
+    assert 1.5 <= out.peak_cpu_s <= 2.5, out.peak_cpu_s
+
+
 def test_the_cpu_cap_reason_needs_sigxcpu_or_a_process_seen_at_the_soft_limit() -> None:
     tck = os.sysconf("SC_CLK_TCK")
     assert process.cpu_cap_reason(24, 0, (100, 105)) is not None  # SIGXCPU names itself

@@ -26,10 +26,9 @@ from pathlib import Path
 import pytest
 from helpers import double_config, grade_task, needs_bwrap, submission
 
-from lean_mod_add_proof.grading import selftest, signal_filter
+from lean_mod_add_proof.grading import selftest, signal_filter, signals
 from lean_mod_add_proof.grading.grader import grade
 from lean_mod_add_proof.grading.process import CommandOutcome, run_command
-from lean_mod_add_proof.grading.routes import core
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, find_bwrap, host_layout
 
 #: The sandbox sees the host's /usr, not this test's virtual environment.
@@ -192,7 +191,7 @@ def test_the_filter_compiles_here() -> None:
 
 
 def test_the_filtered_signals_are_exactly_those_from_outside() -> None:
-    assert frozenset(signal_filter.FILTERED_SIGNALS) == core.OUTSIDE_ONLY
+    assert frozenset(signal_filter.FILTERED_SIGNALS) == signals.OUTSIDE_ONLY
 
 
 def test_a_syscall_libseccomp_does_not_know_is_no_filter() -> None:

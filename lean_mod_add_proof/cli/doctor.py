@@ -337,11 +337,17 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         # The independent checkers (`kernels = all`, grading/kernels.py): required only then.
         have = {c.name for c in kernelsmod.shipped(found.dir)}
         listed = ", ".join(f"{c.name}{'' if c.name in have else ' (missing)'}" for c in kernelsmod.CHECKERS)
+        factors = ", ".join(f"{c.name} {c.time_factor:g}x" for c in kernelsmod.CHECKERS)
+        worst = sum(c.time_factor for c in kernelsmod.CHECKERS) * config.timeout_s
         checks.append(
             Check(
                 "checkers",
                 len(have) == len(kernelsmod.CHECKERS) or config.kernels == "official",
-                f"kernels={config.kernels}; the toolchain ships: {listed}",
+                f"kernels={config.kernels}; the toolchain ships: {listed}; with kernels=all each runs "
+                f"after the judge under its own budget, its factor x the official replay's CPU "
+                f"seconds ({factors}): at worst {worst:g} CPU s more per grade, about as many "
+                f"seconds on a free core; its wall-clock backstop is {kernelsmod.WALL_PER_CPU_S}x "
+                "that (docs/grading.md)",
                 "a v4.35 release toolchain ships all five; with kernels=all a missing one makes "
                 "every grade could-not-judge",
                 required=config.kernels == "all",
@@ -529,11 +535,13 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
     # is the one that grades.
     canaries: list[dict[str, object]] = []
     reasons: list[str] = []
+    failed_checkers: list[str] = []
     route_used = None
     for route in pipeline.ROUTES[config.judge]:
         report = asyncio.run(run_selftest(found, config, network, route))
         for c in report.model_dump(mode="json")["canaries"]:
             canaries.append({**c, "name": f"[{route.label}] {c['name']}"})
+        failed_checkers += [n for n in report.failed_checkers if n not in failed_checkers]
         if report.passed:
             route_used = route.label
             break
@@ -544,6 +552,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
         "route": route_used,
         "reason": "" if route_used else "; ".join(reasons),
         "canaries": canaries,
+        "failed_checkers": failed_checkers,
     }
 
 
@@ -561,6 +570,13 @@ def _print_selftest(report: dict[str, object]) -> None:
             mark = "[green]yes[/]" if c["passed"] else "[red]NO[/]"
             table.add_row(c["name"], c["expected"], c["got"], mark, f"{c['seconds']:.1f}")
         console.print(table)
+    if report.get("failed_checkers"):  # kernels = all: each checker whose row was wrong, by name
+        names = ", ".join(report["failed_checkers"])  # type: ignore[arg-type]
+        console.print(
+            f"[bold red]Checkers that failed their self-test:[/] {names} (with kernels=all every grade "
+            "is could-not-judge until the toolchain changes)",
+            highlight=False,
+        )
     if report["passed"]:
         console.print(
             f"[bold green]Self-test passed:[/] this toolchain's verdicts count ({report.get('route')})."

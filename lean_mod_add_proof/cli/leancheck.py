@@ -125,6 +125,8 @@ def selftest_every_route(args: argparse.Namespace, route_advice: dict[str, str])
             route_advice[route.label] = "the grader itself failed (a defect of ours): send the report"
             continue
         lines += canary_table(route.label, report.model_dump(mode="json")["canaries"])
+        if report.failed_checkers:  # kernels = all: by name, each checker whose row was wrong
+            lines += [f"checkers that failed their self-test: {', '.join(report.failed_checkers)}", ""]
         outcome = route_outcome(report)
         said = f": {outcome['reason']}" if outcome["reason"] else ""
         lines += [f"outcome: {outcome['status']}{said}", ""]

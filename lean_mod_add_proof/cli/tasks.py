@@ -322,6 +322,16 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     for row in rows:
         table.add_row(*row)
     Console().print(table)
+    from lean_mod_add_proof.grading.kernels import CHECKERS  # issue 36: what `kernels = all` costs
+
+    factors = ", ".join(f"{c.name} {c.time_factor:g}x" for c in CHECKERS)
+    Console().print(
+        f"kernels=all adds, after the judge, one CPU budget per checker of its factor x the official "
+        f"replay's CPU seconds ({factors}; never under timeout_s): at worst "
+        f"{sum(c.time_factor for c in CHECKERS):g} x timeout_s CPU seconds more per grade, about as "
+        "many seconds on a free core (docs/grading.md)",
+        highlight=False,
+    )
     return 0
 
 

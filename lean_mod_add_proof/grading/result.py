@@ -169,6 +169,32 @@ class CommandRecord(BaseModel):
     truncated: bool
 
 
+#: What a kernel's run came to, by cause (grading/kernels.py `classify`). A verdict: `accepted`;
+#: a rejection by the export's doing: `rejected` (its reject code), `panic` (a Rust panic),
+#: `declined`, `aborted` (SIGABRT), `crashed` (another fault signal), `capped` (a cap of its own
+#: run), `timed out` (its own CPU budget), `failed` (any other status on this export). Could not
+#: judge, by the host's or the grader's doing: `missing`, `host fault` (the sandbox or the spawn
+#: failed, a thread the host would not create, a wall-clock backstop passed before the CPU
+#: budget), `killed from outside` (a signal the run did not raise, the OOM killer's included),
+#: `host errno`, `setup` (our command line or config, or the toolchain's own build refused).
+KernelKind = Literal[
+    "accepted",
+    "rejected",
+    "panic",
+    "declined",
+    "aborted",
+    "crashed",
+    "capped",
+    "timed out",
+    "failed",
+    "missing",
+    "host fault",
+    "killed from outside",
+    "host errno",
+    "setup",
+]
+
+
 class KernelRun(BaseModel):
     """One kernel that checked the submission, and what it said."""
 
@@ -176,7 +202,20 @@ class KernelRun(BaseModel):
     verdict: Literal["accepted", "rejected", "not judged"]
     seconds: float = 0.0
     detail: str = ""
-    """Why, in a few words: `accepted`, `rejected (exit 1)`, `missing`, `crashed (killed by signal 11)`..."""
+    """Why, in a few words: `accepted`, `rejected (exit 1)`, `missing (bin/con-ron)`,
+    `panicked at src/tc.rs:925:71 (exit 101)`, `timed out (its own budget of 40 CPU s)`..."""
+    kind: KernelKind | None = None
+    """The class of the outcome (`KernelKind`); None on results written before it existed."""
+    status: str = ""
+    """How its process ended: `exit 1`, `SIGABRT` (`SIGKILL` for the grader's own kill); "" when it
+    did not run."""
+    budget_s: float | None = None
+    """A bundled checker's own budget, in CPU seconds (kernels.budget_s; its wall-clock backstop
+    is kernels.WALL_PER_CPU_S times it)."""
+    cpu_seconds: float | None = None
+    """CPU seconds its process used, as the grader's watcher last saw them (None: not measured)."""
+    peak_memory_mb: int = 0
+    """Largest resident memory of its process tree, in MiB."""
 
 
 class GradeResult(BaseModel):

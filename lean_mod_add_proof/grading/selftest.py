@@ -75,7 +75,9 @@ from lean_mod_add_proof.grading.toolchain import Toolchain
 log = logging.getLogger(__name__)
 
 #: Bump when the canaries or the verdict logic change: remembered passes stop counting.
-GRADER_VERSION = "judge-5"  # 5: the comparator's host faults (issue 37); 4: its verdict, the shift bomb
+#: 6: the checkers classified by cause, each canary answered by its row's predicted status (issue 36);
+#: 5: the comparator's host faults (issue 37); 4: its verdict, the shift bomb.
+GRADER_VERSION = "judge-6"
 SELFTEST_P = 3
 SELFTEST_TASK_ID = "selftest_p03_h02"
 SELFTEST_WEIGHTS_PATH = Path(__file__).resolve().parent / "SelfTestWeights.lean"
@@ -288,17 +290,20 @@ BELIEFS: Mapping[str, str] = {
 
 @dataclass(frozen=True)
 class CheckerCanary:
-    """An export every external checker must not accept (`kernels = all`), or, `must_accept`, the
-    reference that each must accept. Each checker reads it alone (`checkers_only`)."""
+    """An export every external checker reads alone (`checkers_only`, `kernels = all`), and what
+    it is to them (`case`): the reference, which each must accept; an ill-typed export (a missing
+    dependency, a type mismatch), which each must reject with the class and the exit status its
+    row predicts; an axiom outside the list, which each must answer as its row predicts
+    (kernels.py `Checker.predicts`)."""
 
     name: str
     text: str
-    must_accept: bool = False
+    case: kernelsmod.CanaryCase
     export_edit: ExportEdit | None = None
-    axioms_only: bool = False
-    """Only checkers that police axioms themselves must refuse it (kernels.py `polices_axioms`);
-    leanchecker-paranoid and lean4lean take no axiom list, and accept any well-typed axiom: the
-    grader's own judge refuses it before they run."""
+
+    @property
+    def must_accept(self) -> bool:
+        return self.case == "reference"
 
 
 def checker_canaries() -> tuple[CheckerCanary, ...]:
@@ -306,15 +311,17 @@ def checker_canaries() -> tuple[CheckerCanary, ...]:
     among them: it is well typed, so no kernel refuses it; the judge's comparison with the trusted
     `Spec` does, and the checkers only ever read an export the judge accepted."""
     return (
-        CheckerCanary("reference proof", reference_submission(SELFTEST_P), must_accept=True),
+        CheckerCanary("reference proof", reference_submission(SELFTEST_P), "reference"),
         CheckerCanary(
             "an export missing a dependency",
             reference_submission(SELFTEST_P),
+            "missing dependency",
             export_edit=functools.partial(drop_constant, name=row_lemma_name(SELFTEST_P, 0)),
         ),
         CheckerCanary(
             "an export whose theorem's type is not what its value proves",
             reference_submission(SELFTEST_P),
+            "type mismatch",
             export_edit=functools.partial(
                 retype_constant, name=theorem_name(SELFTEST_P), like=row_lemma_name(SELFTEST_P, 0)
             ),
@@ -324,23 +331,48 @@ def checker_canaries() -> tuple[CheckerCanary, ...]:
         CheckerCanary(
             "an axiom outside the list",
             f"{_HEADER}axiom selftestCheat : {SPEC_CONSTANT}\n\n{_SIG} := selftestCheat\n",
-            axioms_only=True,
+            "unpermitted axiom",
         ),
     )
 
 
-def judge_checkers(c: CheckerCanary, res: GradeResult) -> str | None:
-    """None if every external checker did what `c` requires, else who did what (pure)."""
+#: The outcomes of a checker that say nothing about it: the host's (tried again after a back-off).
+HOST_KINDS = frozenset({"missing", "host fault", "killed from outside", "host errno"})
+
+
+@dataclass(frozen=True)
+class CheckerProblem:
+    """One checker that did not answer a canary as its row predicts."""
+
+    checker: str
+    problem: str
+    transient: bool
+    """Only a host fault kept it from answering (tried again after a back-off)."""
+
+
+def judge_checkers(c: CheckerCanary, res: GradeResult) -> list[CheckerProblem]:
+    """Each checker that did not answer `c` as its row predicts, with what it did (pure): the
+    reference accepted, an invalid canary rejected *by the predicted class* (not merely not
+    accepted: a row whose reject code is wrong shows here)."""
     by_name = {k.name: k for k in res.kernels}
+    problems: list[CheckerProblem] = []
     for checker in kernelsmod.CHECKERS:
         run = by_name.get(checker.name)
         if run is None:
-            return f"not run by {checker.name} ({res.reason})"
-        if c.must_accept and run.verdict != "accepted":
-            return f"not accepted by {checker.name}: {run.detail}"
-        if not c.must_accept and run.verdict == "accepted" and (checker.polices_axioms or not c.axioms_only):
-            return f"accepted by {checker.name}"
-    return None
+            problems.append(CheckerProblem(checker.name, f"nothing: not run ({res.reason})", not res.judged))
+            continue
+        if kernelsmod.predicted(checker, c.case, run):
+            continue
+        expected = checker.predicts[c.case].describe()
+        problems.append(
+            CheckerProblem(
+                checker.name,
+                f"predicted {expected}; got {run.detail or run.verdict} ({run.kind}, "
+                f"{run.status or 'no status'})",
+                run.kind in HOST_KINDS,
+            )
+        )
+    return problems
 
 
 class CanaryOutcome(BaseModel):
@@ -360,6 +392,9 @@ class SelfTestReport(BaseModel):
     reason: str
     """Empty when passed; else `toolchain self-test failed: <canary> was <what happened>`."""
     canaries: list[CanaryOutcome]
+    failed_checkers: list[str] = []
+    """The bundled checkers (`kernels = all`) that did not answer every checker canary as their
+    rows predict, by name: with any, `kernels = all` grades are could not judge."""
     transient: bool = False
     """It failed only because canaries could not be judged (host faults), never on a verdict:
     tried again after a back-off instead of condemning the route."""
@@ -424,6 +459,7 @@ async def _grade_canaries(
         weights_lean=SELFTEST_WEIGHTS_PATH.read_text(encoding="utf-8"),
     )
     outcomes: list[CanaryOutcome] = []
+    failed_checkers: list[str] = []
     failure = ""
     on_verdict = False  # a canary judged wrongly (not just not judged)
     from lean_mod_add_proof.grading.cache import cache_root
@@ -474,38 +510,72 @@ async def _grade_canaries(
                 if not failure:
                     failure = f"toolchain self-test failed ({route.label}): {c.name} was {problem}"
         if config.kernels == "all" and route_key(route) == "export":
-            for cc in checker_canaries():
-                res = await grade(
-                    cc.text,
-                    task,
-                    base,
-                    toolchain_check=None,
-                    skip_guard=True,
-                    route=route,
-                    export_edit=cc.export_edit,
-                    checkers_only=True,
-                )
-                problem = judge_checkers(cc, res)
-                outcomes.append(
-                    CanaryOutcome(
-                        name=f"checkers: {cc.name}",
-                        expected="accepted by every checker" if cc.must_accept else "accepted by none",
-                        got=", ".join(f"{k.name}: {k.detail}" for k in res.kernels) or _got(res),
-                        passed=problem is None,
-                        seconds=res.grader_seconds,
-                    )
-                )
-                if problem is not None:
-                    on_verdict = on_verdict or res.judged
-                    if not failure:
-                        failure = (
-                            f"toolchain self-test failed ({route.label}): "
-                            f"checker canary {cc.name} was {problem}"
-                        )
+            checker_failure, checker_verdict = await _grade_checker_canaries(
+                task, base, route, outcomes, failed_checkers
+            )
+            failure = failure or checker_failure
+            on_verdict = on_verdict or checker_verdict
     finally:
         await workdirs.remove_tree_off_loop(work)
     transient = bool(failure) and not on_verdict
-    return SelfTestReport(passed=not failure, reason=failure, canaries=outcomes, transient=transient)
+    return SelfTestReport(
+        passed=not failure,
+        reason=failure,
+        canaries=outcomes,
+        transient=transient,
+        failed_checkers=failed_checkers,
+    )
+
+
+async def _grade_checker_canaries(
+    task: GradeTask,
+    config: GraderConfig,
+    route: Route,
+    outcomes: list[CanaryOutcome],
+    failed_checkers: list[str],
+) -> tuple[str, bool]:
+    """The checker canaries (`kernels = all`): one outcome per canary and checker, each checker
+    that fails one named in `failed_checkers`. Returns (the first failure's reason naming the
+    checker's self-test, or ""; whether a failure was on a verdict rather than a host fault)."""
+    failure = ""
+    on_verdict = False
+    for cc in checker_canaries():
+        res = await grade(
+            cc.text,
+            task,
+            config,
+            toolchain_check=None,
+            skip_guard=True,
+            route=route,
+            export_edit=cc.export_edit,
+            checkers_only=True,
+        )
+        problems = {p.checker: p for p in judge_checkers(cc, res)}
+        runs = {k.name: k for k in res.kernels}
+        for checker in kernelsmod.CHECKERS:
+            problem = problems.get(checker.name)
+            run = runs.get(checker.name)
+            outcomes.append(
+                CanaryOutcome(
+                    name=f"checker {checker.name}: {cc.name}",
+                    belief=f"its row ({checker.binary}) predicts: {checker.predicts[cc.case].describe()}",
+                    expected=checker.predicts[cc.case].describe(),
+                    got=f"{run.kind}: {run.detail}" if run is not None else _got(res),
+                    passed=problem is None,
+                    seconds=run.seconds if run is not None else res.grader_seconds,
+                )
+            )
+            if problem is None:
+                continue
+            if checker.name not in failed_checkers:
+                failed_checkers.append(checker.name)
+            on_verdict = on_verdict or not problem.transient
+            if not failure:
+                failure = (
+                    f"toolchain self-test failed ({route.label}): checker {checker.name} failed its "
+                    f"self-test: {cc.name}: {problem.problem}"
+                )
+    return failure, on_verdict
 
 
 def _route_unavailable(toolchain: Toolchain, route: Route, res: GradeResult) -> str | None:
@@ -570,12 +640,31 @@ def selftest_key(toolchain: Toolchain, config: GraderConfig, route: Route, verdi
         route.label,
         verdict_path,
         json.dumps([(c.name, c.text, c.expect_stage, c.expect_reason) for c in canaries_for(route)]),
-        json.dumps([(c.name, c.text, c.must_accept, c.axioms_only) for c in checker_canaries()]),
+        json.dumps([(c.name, c.text, c.case) for c in checker_canaries()]),
+        *_checker_part(toolchain, config),
         json.dumps(settings, sort_keys=True),
     ]
     for part in parts:
         h.update(part.encode("utf-8") + b"\0")
     return h.hexdigest()[:32]
+
+
+def _checker_part(toolchain: Toolchain, config: GraderConfig) -> list[str]:
+    """With `kernels = all`, what a pass also depends on: each checker's row (command line and
+    predictions) and its binary (size, mtime), so a changed checker runs the self-test again and a
+    failed one stays failed only until it changes."""
+    if config.kernels != "all":
+        return []
+    parts = []
+    for c in kernelsmod.CHECKERS:
+        try:
+            st = kernelsmod.checker_path(toolchain.dir, c).stat()
+            binary = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        except OSError:
+            binary = "missing"
+        predicts = {case: [p.kind, p.status, p.detail_has] for case, p in c.predicts.items()}
+        parts.append(json.dumps([c.name, c.args, binary, predicts], sort_keys=True))
+    return parts
 
 
 _memo: dict[str, SelfTestReport] = {}

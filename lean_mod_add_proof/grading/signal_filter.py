@@ -1,11 +1,11 @@
 """The seccomp filter bubblewrap puts on the submission's own commands (the build and the export):
 with it, a submission cannot bring on itself any signal that only comes from outside
-(`routes/core.py` `OUTSIDE_ONLY`: SIGKILL, SIGTERM, SIGINT, ...). A command that ran under it and
+(`signals.py` `OUTSIDE_ONLY`: SIGKILL, SIGTERM, SIGINT, ...). A command that ran under it and
 died of such a signal, unsent by the grader, was killed by the host (the OOM killer,
 systemd-oomd, earlyoom, a job scheduler, an operator): could not judge, provably, instead of
 "the submission killed itself" (issue 39).
 
-What the filter refuses, with EPERM unless said otherwise, for each signal S of `OUTSIDE_ONLY`:
+What the filter refuses, with EPERM unless said otherwise, for each signal S of `signals.OUTSIDE_ONLY`:
 - sending S: kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal;
 - the other ways the kernel sends S for a process (kernel sources: kernel/fork.c, kernel/exit.c
   `do_notify_parent`, fs/fcntl.c `f_setsig`/`send_sigio`, kernel/sys.c `PR_SET_PDEATHSIG`):
@@ -72,8 +72,9 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-#: The signals the filter keeps a process from bringing on itself. The same set as
-#: routes/core.py `OUTSIDE_ONLY` (a test holds the two equal; grading/ stays free of a cycle).
+#: The signals the filter keeps a process from bringing on itself. The same set as signals.py
+#: `OUTSIDE_ONLY` (a test holds the two equal); written out here in the order the filter's
+#: program is compiled in, which a remembered self-test pass depends on (`sandbox_fingerprint`).
 FILTERED_SIGNALS: tuple[int, ...] = (
     signal.SIGHUP,
     signal.SIGINT,

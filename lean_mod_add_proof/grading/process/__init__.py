@@ -38,6 +38,9 @@ Caps (`Limits`), checked by polling:
   the threads a process may use (`cpu_limits`), with the soft limit below the hard one: the kernel
   sends SIGXCPU at the soft limit (once a second after it) and SIGKILL only at the hard one. No
   RLIMIT_AS at all with `Limits.address_space_cap` off (`lake comparator`, see routes/comparator/run.py).
+  `Limits.cpu_seconds` sets RLIMIT_CPU to a budget of the caller's instead (a bundled checker's,
+  routes/checkers.py; `command_cpu_limits`), and `CommandOutcome.peak_cpu_s` says what the
+  tree's busiest process used.
 When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why,
 in exactly one of these forms: `memory cap exceeded (N MiB > M MiB)`,
 `process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`,
@@ -158,6 +161,7 @@ from lean_mod_add_proof.grading.process.commands import (
     CommandGroup,
     CommandOutcome,
     child_env,
+    command_cpu_limits,
     command_group,
     run_command,
 )
@@ -209,6 +213,7 @@ __all__ = [
     "HostFault",
     "Limits",
     "child_env",
+    "command_cpu_limits",
     "command_group",
     "cpu_cap_reason",
     "cpu_limits",

@@ -32,6 +32,7 @@ from lean_mod_add_proof.grading.process.faults import (
 from lean_mod_add_proof.grading.process.limits import (
     _MIB,
     ADDRESS_SPACE_BACKSTOP_MB,
+    CPU_HARD_GAP_S,
     Limits,
     cpu_cap_reason,
     cpu_limits,
@@ -39,13 +40,22 @@ from lean_mod_add_proof.grading.process.limits import (
 )
 from lean_mod_add_proof.grading.process.markers import TREE_ENV_VAR, _run_token
 from lean_mod_add_proof.grading.process.output import _Capture, _output_pipe, _Run, exit_status
-from lean_mod_add_proof.grading.process.proc import _boot_ticks, _killpg
+from lean_mod_add_proof.grading.process.proc import _CLK_TCK, _boot_ticks, _killpg
 from lean_mod_add_proof.grading.process.watcher import _Watcher, _watcher_threads
 from lean_mod_add_proof.grading.result import CommandRecord, Stage
 
 #: After the tree is killed, how long to keep draining the pipe. A process the watcher could not
 #: find (see the package docstring) could hold it open forever.
 DRAIN_AFTER_KILL_S = 2.0
+
+
+def command_cpu_limits(limits: Limits, remaining_s: float) -> tuple[int, int]:
+    """(soft, hard) RLIMIT_CPU for a command under `limits` (pure): its own budget
+    (`Limits.cpu_seconds`, the hard limit CPU_HARD_GAP_S above), or the backstop `cpu_limits`
+    derives from the deadline."""
+    if limits.cpu_seconds is not None:
+        return limits.cpu_seconds, limits.cpu_seconds + CPU_HARD_GAP_S
+    return cpu_limits(remaining_s, limits.cpu_threads)
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,9 @@ class CommandOutcome:
     `CPU time cap exceeded (N CPU seconds in one process)`."""
     peak_rss_mb: int = 0
     """Largest summed resident memory of the tree seen while it ran, in MiB (rounded up)."""
+    peak_cpu_s: float = 0.0
+    """CPU seconds (user + system, all its threads) of the tree's busiest process, as last seen
+    by the watcher (it looks every RSS_POLL_S, so up to that much of the end can be missed)."""
     first_seen: Mapping[bytes, float] | None = None
     """For each of `run_command`'s `watch_for` strings that appeared in the output: when it
     first did, in seconds after the command started (read as the output arrived)."""
@@ -246,7 +259,7 @@ async def run_command(
         if prlimit is None:
             raise RuntimeError("prlimit not found; it is needed for the file-size cap")
         address_space = max(ADDRESS_SPACE_BACKSTOP_MB, limits.memory_mb) if limits.address_space_cap else None
-        cpu = cpu_limits(remaining, limits.cpu_threads)
+        cpu = command_cpu_limits(limits, remaining)
         full = prlimit_argv(prlimit, address_space, cpu, limits.max_file_mb) + full
     token = _run_token(scope)
     capture = _Capture(output_cap_bytes, watch_for)
@@ -375,9 +388,7 @@ async def _watch(
         exit_code = None  # killed by the grader (or it exited just as the deadline passed)
     limit_exceeded = watcher.reason
     if limit_exceeded is None and not timed_out and limits is not None:
-        limit_exceeded = cpu_cap_reason(
-            signum, watcher.peak_cpu_ticks, cpu_limits(remaining, limits.cpu_threads)
-        )
+        limit_exceeded = cpu_cap_reason(signum, watcher.peak_cpu_ticks, command_cpu_limits(limits, remaining))
     text = capture.text()
     record = CommandRecord(
         stage=stage,
@@ -395,6 +406,7 @@ async def _watch(
         timed_out=timed_out,
         limit_exceeded=limit_exceeded,
         peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
+        peak_cpu_s=round(watcher.peak_cpu_ticks / _CLK_TCK, 2),
         first_seen={w: round(at - start, 3) for w, at in capture.seen.items()} if capture.watch else None,
         argv_seen_at=None if watcher.argv_seen_at is None else round(watcher.argv_seen_at - start, 3),
         low_free_bytes=watcher.low_free_bytes,

@@ -56,6 +56,10 @@ class Limits:
     address_space_cap: bool = True
     """The far RLIMIT_AS backstop (`ADDRESS_SPACE_BACKSTOP_MB`); off, RLIMIT_AS is unlimited
     (for a command whose Lean processes it cannot give LEAN_NUM_THREADS, see routes/comparator/run.py)."""
+    cpu_seconds: int | None = None
+    """A CPU-seconds budget of its own (RLIMIT_CPU's soft limit, the hard one CPU_HARD_GAP_S
+    above), instead of the backstop derived from the deadline (`cpu_limits`): a bundled checker's
+    budget (routes/checkers.py), which host load cannot use up."""
 
 
 def oom_kill_count(vmstat: str = "/proc/vmstat") -> int | None:

@@ -34,6 +34,7 @@ from lean_mod_add_proof.grading.process import (
 from lean_mod_add_proof.grading.result import GraderConfig, GradeResult, Stage
 from lean_mod_add_proof.grading.sandbox import bwrap_argv, forget_probe, host_layout, options_fingerprint
 from lean_mod_add_proof.grading.signal_filter import program_fd as signal_filter_fd
+from lean_mod_add_proof.grading.signals import sent_only_from_outside
 from lean_mod_add_proof.grading.toolchain import Toolchain
 
 OnStage = Callable[[str], None]
@@ -99,49 +100,6 @@ def command_failure(what: str, outcome: CommandOutcome, timeout_s: float) -> str
     return None
 
 
-# Which signals say what. TODO(issue 39): grading/signals.py (being written on another branch)
-# is the one rule of which signals a process can bring on itself from its input and which come
-# only from outside; fold `from_outside` and `FAULTS_FROM_INPUT` into it when the two meet.
-#: Signals that only another process, or the host's kernel acting for someone (the OOM killer,
-#: a cgroup kill), delivers: a process brings none of them on itself by a fault or a limit. Once
-#: the sandbox's filter forbids sending them (`signal_filter.py`), nothing inside it can send them
-#: either. Every other terminating signal a process can bring on itself: a fault (SIGSEGV, SIGBUS,
-#: SIGILL, SIGFPE, SIGTRAP), `abort()` (SIGABRT), a limit (SIGXCPU, SIGXFSZ), a seccomp kill
-#: (SIGSYS), a closed pipe (SIGPIPE), its own timers (SIGALRM, SIGVTALRM, SIGPROF, real-time
-#: signals) or asynchronous I/O (SIGIO).
-OUTSIDE_ONLY: frozenset[int] = frozenset(
-    {
-        signal.SIGHUP,
-        signal.SIGINT,
-        signal.SIGQUIT,
-        signal.SIGKILL,
-        signal.SIGUSR1,
-        signal.SIGUSR2,
-        signal.SIGTERM,
-        signal.SIGSTKFLT,
-        signal.SIGPWR,
-    }
-)
-#: The synchronous faults a trusted program can meet on the data it reads: a deep term overflows
-#: the stack (SIGSEGV; Lean's own stack-overflow handler aborts, SIGABRT), a panic aborts under
-#: LEAN_ABORT_ON_PANIC (SIGABRT, lean_panic_fn), an uncaught C++ exception terminates (SIGABRT).
-FAULTS_FROM_INPUT: frozenset[int] = frozenset(
-    {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP, signal.SIGABRT}
-)
-
-
-def from_outside(signum: int) -> bool:
-    """Only another process (or the host) sends `signum` (pure)."""
-    return signum in OUTSIDE_ONLY
-
-
-def trusted_signal_is_the_hosts(signum: int, outside: Callable[[int], bool] = from_outside) -> bool:
-    """For a trusted program (the judge, a checker, a trusted prebuild), which nothing can make
-    kill itself: a signal the grader did not send is the host's, unless it is a synchronous fault
-    its data can bring on (pure)."""
-    return outside(signum) or signum not in FAULTS_FROM_INPUT
-
-
 def oom_killer_acted(before: int | None) -> bool:
     """Whether the kernel's OOM killer killed anything since `before` was read; True when it
     cannot be told (the host's fault is the safe reading of an unknown SIGKILL)."""
@@ -200,20 +158,27 @@ class CommandEnv:
         known (it is outside the PID namespace, and in another session and process group:
         sandbox.py `--new-session`); but before `--new-session`, `kill(0, SIGALRM)` from the
         build reached it, so without proof the signal is the submission's: under the filter,
-        every signal but those it refuses to every target (`OUTSIDE_ONLY`); without the filter,
+        every signal but those it refuses to every target (`signals.OUTSIDE_ONLY`); without the filter,
         every signal but a SIGKILL while the kernel's OOM killer acted (the rule for the command
         itself, steps.py `untrusted_failure`)."""
         if self.filters_signals:
-            return from_outside(signum)
+            return sent_only_from_outside(signum)
         return signum == signal.SIGKILL and oom_killer_acted(ooms_before)
 
     def limits(
-        self, grade_dir: Path, *, trusted: bool = False, memory_floor_mb: int = 0, memory_extra_mb: int = 0
+        self,
+        grade_dir: Path,
+        *,
+        trusted: bool = False,
+        memory_floor_mb: int = 0,
+        memory_extra_mb: int = 0,
+        cpu_seconds: int | None = None,
     ) -> Limits:
         """The per-grade caps. The trusted prebuild gets at least PREBUILD_MEMORY_MB (or
         `memory_floor_mb`), so a small cap meant for submissions cannot turn into "the task's own
         files do not build"; the judge gets `memory_extra_mb` on top, its own fixed cost, so the
-        cap bounds what the submission adds."""
+        cap bounds what the submission adds; `cpu_seconds`, a CPU budget of the command's own
+        (`Limits.cpu_seconds`)."""
         c = self.config
         floor = max(PREBUILD_MEMORY_MB, memory_floor_mb) if trusted else 0
         return Limits(
@@ -224,6 +189,7 @@ class CommandEnv:
             disk_paths=(grade_dir,),
             max_files=c.max_files,
             cpu_threads=c.threads,
+            cpu_seconds=cpu_seconds,
         )
 
     async def run(
@@ -245,6 +211,7 @@ class CommandEnv:
         extra_env: Mapping[str, str] | None = None,
         stdout_fd: int | None = None,
         untrusted: bool = False,
+        cpu_seconds: int | None = None,
     ) -> CommandOutcome:
         """Run `argv` in `cwd` with LEAN_PATH = toolchain library + `search_path`. `writable`
         binds `cwd` read-write (the build) or read-only (the judge); the sources stay read-only.
@@ -297,6 +264,7 @@ class CommandEnv:
                     trusted=trusted,
                     memory_floor_mb=memory_floor_mb,
                     memory_extra_mb=memory_extra_mb,
+                    cpu_seconds=cpu_seconds,
                 ),
                 prlimit=self.prlimit,
                 sandboxed=self.sandboxed,

@@ -32,8 +32,8 @@ from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.lean_names import SUBMISSION_MODULE, theorem_name
 from lean_mod_add_proof.grading.routes import checkers, core, steps
 from lean_mod_add_proof.grading.routes.core import StageFailed
-from lean_mod_add_proof.grading.routes.protocol import EXPORT_ROUTE, ExportEdit, Route, TestSwitches
-from lean_mod_add_proof.grading.routes.replay import ReplayRoute
+from lean_mod_add_proof.grading.routes.protocol import EXPORT_ROUTE, Arm, ExportEdit, Route, TestSwitches
+from lean_mod_add_proof.grading.routes.replay import JUDGE_MEMORY_MB, ReplayRoute
 
 
 class ExportRoute(ReplayRoute):
@@ -52,9 +52,10 @@ class ExportRoute(ReplayRoute):
     async def crossing(self, deadline: float, switches: TestSwitches) -> Path | None:
         return await self.export(deadline, switches.export_edit)
 
-    async def after_judge(self, deadline: float, export: Path | None) -> None:
+    async def after_judge(self, export: Path | None, arm: Arm) -> None:
         if self.g.config.kernels == "all" and export is not None:
-            await checkers.run_checkers(self.g, self.env, deadline)
+            extra = JUDGE_MEMORY_MB[self.judge_mode]  # each checker gets at least the judge's memory
+            await checkers.run_checkers(self.g, self.env, arm=arm, judge_memory_extra_mb=extra)
 
     async def export(self, deadline: float, edit: ExportEdit | None) -> Path:
         """`leanexport Submission -- <theorem>` in the build's sandbox (the theorem and what it

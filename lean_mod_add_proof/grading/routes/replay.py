@@ -29,7 +29,7 @@ from typing import ClassVar
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import kernels as kernelsmod
 from lean_mod_add_proof.grading import package as pkgmod
-from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading import signals, workdirs
 from lean_mod_add_proof.grading.axioms import check_axioms
 from lean_mod_add_proof.grading.judge import (
     JUDGE_OUTPUT_CAP,
@@ -88,11 +88,11 @@ async def run_on_verdict_dir(
     extra_readonly: Sequence[Path] = (),
     memory_extra_mb: int = 0,
 ) -> CommandOutcome:
-    """One command of the verdict step (the judge, or a bundled checker), recorded: in the
-    verdict directory, read-only, with the judge's own /tmp. A panic aborts instead of
-    printing and going on, as `lake comparator` runs its steps: crafted module data cannot
-    then flood the output with panics (each a "key is not present" lookup in the replay) to
-    push it past its cap."""
+    """The judge's command, recorded: in the verdict directory, read-only, with the judge's own
+    /tmp (the bundled checkers run by `checkers.run_checker`, each with its own environment).
+    A panic aborts instead of printing and going on, as `lake comparator` runs its steps:
+    crafted module data cannot then flood the output with panics (each a "key is not present"
+    lookup in the replay) to push it past its cap."""
     assert g.grade_dir is not None
     return g.record(
         await env.run(
@@ -214,15 +214,16 @@ class ReplayRoute:
         await self.assemble_verdict_dir(manifest, trusted_root, export)
         if not switches.checkers_only:
             await self.run_judge(deadline)
-        await self.after_judge(deadline, export)
+        await self.after_judge(export, arm)
 
     async def crossing(self, deadline: float, switches: TestSwitches) -> Path | None:
         """What the route makes of the build for the judge: the export's path, or None (the
         judge reads the build's olean)."""
         return None
 
-    async def after_judge(self, deadline: float, export: Path | None) -> None:
-        """What runs once the judge accepted (or, for the checkers' canaries, in its place)."""
+    async def after_judge(self, export: Path | None, arm: Arm) -> None:
+        """What runs once the judge accepted (or, for the checkers' canaries, in its place), each
+        step under its own deadline, armed with `arm`."""
 
     def accepted_reason(self) -> str:
         # Name the toolchain that said yes rather than asserting "Lean": under test it is a double.
@@ -331,7 +332,7 @@ class ReplayRoute:
             # overflow the stack): a verdict, or a crafted term could dodge its rejection. Any other
             # signal the grader did not send is the host's: the judge is trusted, and nothing makes
             # it kill itself (a SIGKILL of the OOM killer, an operator's or a scheduler's SIGTERM).
-            hosts = signum is not None and core.trusted_signal_is_the_hosts(signum)
+            hosts = signum is not None and signals.trusted_signal_is_the_hosts(signum)
             on_input = replay_started(out.text) and not hosts
             what = "the kernel check of this submission" if on_input else "the judge"
             failure = command_failure(what, out, config.timeout_s) or what
@@ -353,7 +354,10 @@ class ReplayRoute:
             KernelRun(
                 name=kernelsmod.OFFICIAL,
                 verdict="accepted" if replayed else "rejected",
+                kind="accepted" if replayed else "rejected",
                 seconds=out.record.seconds,
+                cpu_seconds=out.peak_cpu_s,
+                peak_memory_mb=out.peak_rss_mb,
                 detail="accepted" if replayed else "rejected (kernel replay)",
             )
         )

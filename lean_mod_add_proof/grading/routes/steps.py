@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lean_mod_add_proof.grading import cache as cachemod
 from lean_mod_add_proof.grading import package as pkgmod
-from lean_mod_add_proof.grading import workdirs
+from lean_mod_add_proof.grading import signals, workdirs
 from lean_mod_add_proof.grading.guard import check_guard
 from lean_mod_add_proof.grading.lean_names import (
     LEAN_TOOLCHAIN,
@@ -328,7 +328,12 @@ async def untrusted_failure(
     """Why a command that ran the submission's code (the build, the export) failed, or None;
     raises for a signal from outside the grader (the host's, or the submission's own)."""
     signum = out.record.signal
-    if signum is not None and core.from_outside(signum) and not out.timed_out and not out.limit_exceeded:
+    if (
+        signum is not None
+        and signals.sent_only_from_outside(signum)
+        and not out.timed_out
+        and not out.limit_exceeded
+    ):
         # The grader's own kills are its deadline and its caps (cancellation propagates): this
         # signal came from outside the grader. A tree seen over its memory cap makes a SIGKILL
         # the submission's doing (the OOM killer raced the cap).
