@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from timing import MARGIN_S
 
 from lean_mod_add_proof.constants import reference_submission
 from lean_mod_add_proof.grading.extract import Extraction, extract_submission, normalise_newlines
@@ -27,8 +28,9 @@ from lean_mod_add_proof.grading.guard import (
 
 T = TypeVar("T")
 
-#: Seconds one call may take on the small inputs generated here.
-CALL_BOUND_S = 0.5
+#: Seconds one call may take on the small inputs generated here (milliseconds on a quiet machine;
+#: a catastrophic backtrack takes far longer; MARGIN_S: a loaded machine can stall one call).
+CALL_BOUND_S = MARGIN_S
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

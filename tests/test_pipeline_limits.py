@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import build_output, marker, processes_with, run_double, submission, wait_gone, work_dirs
+from timing import MARGIN_S
 
 from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.routes import steps
@@ -34,7 +35,11 @@ async def test_process_cap(tmp_path: Path) -> None:
 
 async def test_disk_cap(tmp_path: Path) -> None:
     res = await run_double(
-        submission("build bigfile 40", "build sleep 3"), tmp_path, max_disk_mb=16, max_file_mb=64
+        # (the sleep only keeps the build alive until the disk watcher's next look)
+        submission("build bigfile 40", "build sleep 60"),
+        tmp_path,
+        max_disk_mb=16,
+        max_file_mb=64,
     )
     assert res.failed_stage == "build" and res.judged and "disk cap exceeded" in res.reason
 
@@ -68,7 +73,15 @@ async def test_timeout_kills_grandchildren(tmp_path: Path) -> None:
 
 
 async def test_one_deadline_covers_build_and_judge(tmp_path: Path) -> None:
-    res = await run_double(submission("build sleep 1.5", "judge sleep 3"), tmp_path, timeout_s=3)
+    """The build and the judge each fit in `timeout_s` with MARGIN_S to spare (plus 2.5 s for the
+    double's own work), and overrun it together by MARGIN_S: the judge is stopped (issue 41: a
+    1.5 s build against a 3 s deadline had 1.5 s of margin)."""
+    timeout_s = 20.0
+    step_s = (timeout_s + MARGIN_S) / 2
+    assert step_s + MARGIN_S + 2.5 <= timeout_s
+    res = await run_double(
+        submission(f"build sleep {step_s}", f"judge sleep {step_s}"), tmp_path, timeout_s=timeout_s
+    )
     assert res.failed_stage == "leanchecker" and res.judged and "timed out" in res.reason
 
 
