@@ -1,10 +1,35 @@
 """pytest configuration. Shared helpers live in `helpers.py` (importable because this file puts
 the tests directory on sys.path)."""
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import leftovers
 import pytest
+
+#: This run's marker (leftovers.py); pytest's start time, in clock ticks since boot.
+_RUN_MARKER = os.environ[leftovers.RUN_MARKER_VAR] = uuid.uuid4().hex
+_RUN_STARTED = leftovers.read_stat(os.getpid()).start_ticks  # type: ignore[union-attr]
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every process a test started is gone when it ends (after a grace of a few seconds for
+    processes being killed): one left behind fails the test at teardown, and is killed so that it
+    cannot be blamed on the next. Only this pytest run's processes are looked at (leftovers.py),
+    never other work on the machine."""
+    roots = []
+    if "tmp_path" in request.fixturenames:  # (asked for now: torn down after this fixture)
+        tmp = request.getfixturevalue("tmp_path")
+        roots = [tmp / "work", tmp]
+    yield
+    left = leftovers.wait_for_none(_RUN_MARKER, _RUN_STARTED, roots)
+    if left:
+        leftovers.kill(left)
+        lines = "\n".join(f"  {pid}: {cmd[:300]}" for pid, cmd in left.items())
+        pytest.fail(f"{len(left)} process(es) the test started outlived it (now killed):\n{lines}")
 
 
 @pytest.fixture
