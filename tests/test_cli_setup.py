@@ -146,3 +146,20 @@ def test_an_install_logs_its_start_and_end_on_stderr(capsys, tmp_path: Path, mon
         r"lean-mod-add-proof: install-lean failed \(InstallError\) in \d+\.\d s: cannot download", err
     )
     assert "install-lean started" not in out
+
+
+@pytest.mark.usefixtures("offline")
+def test_the_recipe_by_hand_keeps_its_lines(capsys, tmp_path: Path) -> None:
+    """Issue 41, broken item 3: the error prefix's one-line rule joined the recipe into one line
+    (and the checksum line's two spaces into one), so it could not be pasted. The error is one
+    line; the recipe follows it on stderr exactly as `manual_steps` writes it."""
+    home = tmp_path / "elan"
+    code = main(["install-lean", "--elan-home", str(home), "--script-url", CLOSED_PORT_URL, "--timeout", "3"])
+    err = capsys.readouterr().err
+    assert code == 1
+    errors = [line for line in err.splitlines() if line.startswith("lean-mod-add-proof: error: ")]
+    assert len(errors) == 1 and "needs internet access" in errors[0] and "curl" not in errors[0]
+    assert manual_steps(home) in err
+    commands = [line.strip() for line in err.splitlines() if line.startswith("  ")]
+    assert commands == [line.strip() for line in manual_steps(home).splitlines() if line.startswith("  ")]
+    assert len(commands) == 4 and f"'{ELAN_INIT_SHA256}  elan-init.sh'" in commands[1]

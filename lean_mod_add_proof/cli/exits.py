@@ -49,10 +49,13 @@ COMMANDS_WITHOUT_LEAN = frozenset({"configs", "docs"})
 ERROR_PREFIX = "lean-mod-add-proof: error: "
 
 
-def print_error(message: str) -> None:
-    """One error line on stderr with the one prefix. A plain print, never rich: rich wraps at 80
-    columns when stderr is a pipe, which breaks a one-line error in two (issue 29)."""
+def print_error(message: str, details: str = "") -> None:
+    """One error line on stderr with the one prefix, then `details` exactly as given (a recipe
+    of commands to paste keeps its lines and spacing: issue 41). A plain print, never rich:
+    rich wraps at 80 columns when stderr is a pipe, which breaks a one-line error in two (issue 29)."""
     print(ERROR_PREFIX + " ".join(message.split()), file=sys.stderr)
+    if details:
+        print(details.rstrip("\n"), file=sys.stderr)
 
 
 class CliParser(argparse.ArgumentParser):

@@ -67,7 +67,12 @@ MANUAL_STEPS = manual_steps()
 
 
 class InstallError(RuntimeError):
-    """A step failed; the message says which and what to do."""
+    """A step failed: the message (one line) says which, `steps` what to do instead (a recipe
+    printed with its lines, so that it can be pasted)."""
+
+    def __init__(self, message: str, steps: str) -> None:
+        super().__init__(message)
+        self.steps = steps
 
 
 def fetch(url: str, timeout_s: float, steps: str = MANUAL_STEPS) -> bytes:
@@ -78,7 +83,7 @@ def fetch(url: str, timeout_s: float, steps: str = MANUAL_STEPS) -> bytes:
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise InstallError(
-            f"cannot download {url} ({reason}). install-lean needs internet access to GitHub.\n" + steps
+            f"cannot download {url} ({reason}). install-lean needs internet access to GitHub.", steps
         ) from None
 
 
@@ -88,7 +93,8 @@ def check_script(script: bytes, url: str, expected_sha256: str, steps: str = MAN
     if actual != expected_sha256:
         raise InstallError(
             f"the elan-init.sh downloaded from {url} has sha256 {actual}, not the pinned "
-            f"{expected_sha256}: refusing to run it.\n" + steps
+            f"{expected_sha256}: refusing to run it.",
+            steps,
         )
 
 
@@ -104,7 +110,7 @@ def _run(argv: list[str], env: dict[str, str], what: str, steps: str) -> None:
     print(f"$ {' '.join(argv)}", flush=True)
     done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
-        raise InstallError(f"{what} failed (exit code {done.returncode}).\n" + steps)
+        raise InstallError(f"{what} failed (exit code {done.returncode}).", steps)
 
 
 def install(
@@ -133,7 +139,7 @@ def install(
             )
         elan = find_elan(elan_home)
         if elan is None:
-            raise InstallError(f"elan-init.sh finished but {elan_home}/bin/elan is missing.\n" + steps)
+            raise InstallError(f"elan-init.sh finished but {elan_home}/bin/elan is missing.", steps)
     else:
         print(f"elan already installed: {elan} (toolchains go to {elan_home})")
         # The toolchain download also needs GitHub: check it answers before starting.
@@ -173,7 +179,7 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
             install(elan_home, args.script_url, args.timeout, name)
             step.outcome = "installed"
     except InstallError as exc:
-        print_error(f"install-lean: {exc}")
+        print_error(f"install-lean: {exc}", exc.steps)
         return EXIT_PROBLEM
     toolchain.clear_probe_cache()
     found = toolchain.locate_toolchain(env=env, lean_toolchain=name)
