@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from lean_mod_add_proof.cli import output
 from lean_mod_add_proof.cli.baseline import running_server
 from lean_mod_add_proof.constants import TASKSET_ID
 
@@ -35,7 +35,8 @@ API_KEY_VAR = "LEAN_MOD_ADD_PROOF_BASELINE_KEY"
 STAGES = ("guard_passed", "build_passed", "leanchecker_passed", "statement_passed", "axioms_passed")
 NOT_JUDGED = "could not judge"
 
-console = Console() if sys.stdout.isatty() else Console(width=120)
+#: Rich on a terminal; off one, lines that nothing wraps (cli/output.py).
+console = output.console()
 
 
 def vf_eval_binary() -> str:
@@ -194,6 +195,11 @@ def explain(rows: list[dict[str, Any]]) -> None:
     console.print(f"{accepted} of {len(rows)} rollouts accepted by the kernel.")
 
 
+def echo_command(argv: Sequence[str]) -> None:
+    """The vf-eval command line, as one line a reader can paste (the binary by its name)."""
+    console.print("$ vf-eval " + " ".join(argv[1:]), markup=False, highlight=False)
+
+
 def run_demo(output_dir: Path, n: int, max_p: int, policy: str) -> int:
     run_name = time.strftime("demo-%Y%m%d-%H%M%S")
     run_dir = output_dir / run_name
@@ -203,7 +209,7 @@ def run_demo(output_dir: Path, n: int, max_p: int, policy: str) -> int:
         argv = vf_eval_argv(
             server.base_url, output_dir, run_name, n=n, max_p=max_p, model=f"baseline-{policy}", rich=rich
         )
-        console.print("$ vf-eval " + " ".join(argv[1:]), markup=False, highlight=False)
+        echo_command(argv)
         started = time.monotonic()
         run_dir.mkdir(parents=True, exist_ok=True)
         stdout_log = run_dir / "vf-eval.stdout.log"

@@ -336,26 +336,28 @@ def test_the_blocker_banner_points_where_the_reason_is() -> None:
 @pytest.mark.parametrize(
     "argv", [["reference", "p05_h08_s0"], ["tasks", "--json"], ["prompt", "p05_h08_s0"], ["doctor", "--json"]]
 )
-def test_a_reader_that_stops_early_gets_no_traceback(argv: list[str]) -> None:
+def test_a_reader_that_stops_early_gets_no_traceback(argv: list[str], tmp_path: Path) -> None:
     """A real pipe whose read end is closed before the command writes (`... | true`): the command
-    ends without a BrokenPipeError traceback, for every command (it is handled once in `main`)."""
+    ends without a BrokenPipeError traceback, for every command (it is handled once in `main`),
+    and with the exit status it has when its output is read to the end. Issue 41: `cmd | head`
+    exited 1 when head left before the command had written everything, else 0."""
     import subprocess
     import sys
 
+    command = [sys.executable, "-m", "lean_mod_add_proof.cli", *argv]
+    env = {**os.environ, "HOME": str(tmp_path), "ELAN_HOME": str(tmp_path / "no-elan")}
+    env.pop("LEAN_MOD_ADD_PROOF_TOOLCHAIN", None)
+    read_to_the_end = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "lean_mod_add_proof.cli", *argv],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
+            command, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, env=env
         )
     finally:
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == read_to_the_end.returncode, (done.stderr, read_to_the_end.stderr)
 
 
 def _subcommands() -> dict:

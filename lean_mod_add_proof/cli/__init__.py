@@ -29,6 +29,7 @@ from lean_mod_add_proof.cli.exits import (
     EXIT_PROBLEM,
     CliParser,
 )
+from lean_mod_add_proof.cli.output import readers_may_leave
 from lean_mod_add_proof.grading.steps_log import LOG_FORMAT, LOG_TIME_FORMAT, PACKAGE_LOGGER
 
 DISTRIBUTION = "lean-mod-add-proof"
@@ -98,16 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. A reader that stops early (`| head`, `| true`) is handled here, once for
-    every command: no traceback, exit status EXIT_PROBLEM (the output was not all delivered)."""
+    every command: no traceback, and the command runs on to its own exit status, whenever the
+    reader left (`output.ReaderMayLeave`)."""
     try:
-        try:
+        with readers_may_leave():
             args = build_parser().parse_args(argv)
             configure_logging(args.quiet)
-            code = int(args.handler(args) or 0)
-        finally:  # also on argparse's SystemExit (--help, usage errors), which goes on up
-            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
-        return code
-    except BrokenPipeError:
+            return int(args.handler(args) or 0)
+    except BrokenPipeError:  # (a write that went around sys.stdout)
         # Python's documented recipe (library/signal.html, "Note on SIGPIPE"): point stdout at
         # /dev/null so the flush at interpreter exit does not raise again.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lean_mod_add_proof.cli import output
 from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
@@ -92,11 +93,10 @@ async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, pr
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from rich import box
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
-    console = Console()
+    console = output.console()
     for flag, value in (("--headroom", args.headroom), ("--floor-s", args.floor_s)):
         if not value > 0:
             print_error(f"calibrate: {flag} {value:g}: must be above 0")

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from lean_mod_add_proof.cli import output
 from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.grading import package as pkgmod
@@ -477,7 +478,6 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
 
 
 def _print_checks(checks: list[Check], ready: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="lean-mod-add-proof grader: can this machine grade for real?")
@@ -487,7 +487,7 @@ def _print_checks(checks: list[Check], ready: bool) -> None:
         word = check_word(c.ok, c.required)
         mark = {"yes": "[green]yes[/]", "NO": "[red]NO[/]"}.get(word, f"[yellow]{word}[/]")
         table.add_row(c.name, mark, c.detail, "" if c.ok else c.fix)
-    console = Console()
+    console = output.console()
     console.print(table)
     if ready:
         # Say which toolchain is ready: a test double passes these checks too, and it is not Lean.
@@ -557,10 +557,9 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
 
 
 def _print_selftest(report: dict[str, object]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = output.console()
     canaries = report["canaries"]
     if canaries:  # none ran (no toolchain): no empty table
         table = Table(title=f"self-test on {report.get('toolchain', 'no toolchain')}")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lean_mod_add_proof.cli import output
 from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, print_error
 from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.cli.tasks import TASK_ID_HELP
@@ -125,8 +126,6 @@ def _usage_error(args: argparse.Namespace, message: str, hint: str = "") -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from lean_mod_add_proof.dataset.tasks import TaskSetError
     from lean_mod_add_proof.grading.grader import grade, grade_reply
 
@@ -141,7 +140,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _usage_error(args, f"bad setting: {exc}")
 
-    console = Console(stderr=args.json)  # with --json, stdout carries only the JSON
+    console = output.console(stderr=args.json)  # with --json, stdout carries only the JSON
 
     def on_stage(stage: str) -> None:
         console.print(f"[cyan]→ {stage}[/]: {_STAGE_TEXT.get(stage, stage)}", highlight=False)

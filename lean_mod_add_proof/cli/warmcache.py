@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lean_mod_add_proof.cli import output
 from lean_mod_add_proof.cli.exits import EXIT_OK, EXIT_PROBLEM
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
@@ -89,13 +90,12 @@ def summary(rows: list[WarmRow]) -> str:
 
 
 def cmd_warm_cache(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from lean_mod_add_proof.grading import cache as cachemod
 
-    console = Console()
+    console = output.console()
     started = start(args, console, "warm-cache", "nothing built")
     if isinstance(started, int):
         return started
