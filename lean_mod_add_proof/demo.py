@@ -30,6 +30,7 @@ from rich.table import Table
 from lean_mod_add_proof.cli import output
 from lean_mod_add_proof.cli.baseline import running_server
 from lean_mod_add_proof.constants import TASKSET_ID
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
 
 API_KEY_VAR = "LEAN_MOD_ADD_PROOF_BASELINE_KEY"
 STAGES = ("guard_passed", "build_passed", "leanchecker_passed", "statement_passed", "axioms_passed")
@@ -125,6 +126,7 @@ def trace_row(trace: dict[str, Any]) -> dict[str, Any]:
         "seconds": metrics.get("lean_stages/grader_seconds"),
         "reason": grade.get("reason") or (errors[-1].get("message") if errors else "no grade recorded"),
         "ok": bool(trace.get("ok")),
+        "double": bool(grade.get("toolchain_double")),
     }
 
 
@@ -149,7 +151,10 @@ def table_cells(row: dict[str, Any]) -> list[str]:
 
 
 def results_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="lean-mod-add-proof demo: one row per rollout")
+    title = "lean-mod-add-proof demo: one row per rollout"
+    if any(r.get("double") for r in rows):
+        title += f" ({DOUBLE_BANNER})"
+    table = Table(title=title)
     table.add_column("#", justify="right")
     # Never cut a task id (issue 29: at 80 columns it read `p05_…`); other columns give way.
     table.add_column("task", no_wrap=True, min_width=max((len(r["task"]) for r in rows), default=4))
@@ -179,6 +184,13 @@ def print_reasons(rows: list[dict[str, Any]]) -> None:
 
 
 def explain(rows: list[dict[str, Any]]) -> None:
+    doubled = [r for r in rows if r.get("double") or DOUBLE_BANNER in (r["reason"] or "")]
+    if doubled:
+        console.print(
+            f"[bold yellow]{DOUBLE_BANNER}.[/] {len(doubled)} of {len(rows)} rollouts were graded by the "
+            "toolchain double (tests/toolchain_double: scripts that check no proof), not by Lean.",
+            highlight=False,
+        )
     unjudged = [r for r in rows if (r["reason"] or "").startswith(NOT_JUDGED)]
     if rows and len(unjudged) == len(rows):
         console.print(
@@ -191,8 +203,11 @@ def explain(rows: list[dict[str, Any]]) -> None:
         )
     elif unjudged:
         console.print(f"[yellow]{len(unjudged)} of {len(rows)} grades could not be judged.[/]")
-    accepted = sum(1 for r in rows if r["reward"] == 1.0)
+    accepted = sum(1 for r in rows if r["reward"] == 1.0 and not r.get("double"))
     console.print(f"{accepted} of {len(rows)} rollouts accepted by the kernel.")
+    by_double = sum(1 for r in rows if r["reward"] == 1.0 and r.get("double"))
+    if by_double:
+        console.print(f"{by_double} of {len(rows)} rollouts accepted by the TOOLCHAIN DOUBLE, not by Lean.")
 
 
 def echo_command(argv: Sequence[str]) -> None:

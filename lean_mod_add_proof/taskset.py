@@ -44,7 +44,7 @@ from lean_mod_add_proof.grading.result import (
 )
 from lean_mod_add_proof.grading.sandbox import decide_sandbox, probe_sandbox
 from lean_mod_add_proof.grading.steps_log import LOG_LINE
-from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER, Toolchain, install_fix, locate_toolchain
 from lean_mod_add_proof.prompt import SYSTEM_PROMPT, build_prompt, read_verbatim
 
 logger = logging.getLogger(__name__)
@@ -369,13 +369,52 @@ def warn_unjudged_once(reason: str, on_grader_error: str) -> None:
     )
 
 
+#: Set to `1` only by a test that wants grades by the toolchain double scored as verdicts. Without
+#: it the taskset scores none of them: each is "could not judge" (issue 41).
+SCORE_DOUBLE_ENV = "LEAN_MOD_ADD_PROOF_SCORE_TOOLCHAIN_DOUBLE"
+
+
+def double_is_scored() -> bool:
+    """Whether a test asked for the toolchain double's grades to be scored (`SCORE_DOUBLE_ENV`)."""
+    return os.environ.get(SCORE_DOUBLE_ENV) == "1"
+
+
+def double_refused(toolchain: str | None, lean_toolchain: str) -> str:
+    """Why a grade by the toolchain double is not scored (pure)."""
+    named = (toolchain or "the test double").removeprefix(f"{DOUBLE_BANNER}: ")
+    return (
+        f"{DOUBLE_BANNER}: the toolchain is the test double ({named}), scripts that act out what "
+        f"a test scripts; the taskset scores none of its grades. Install Lean: {install_fix(lean_toolchain)}"
+    )
+
+
+def scored_grade(result: GradeResult, lean_toolchain: str, double_scored: bool) -> GradeResult:
+    """The grade as the taskset scores it: a grade by the toolchain double is could-not-judge
+    (its flag and the double's own verdict kept for diagnosis), unless `double_scored` (pure)."""
+    if not result.toolchain_double or double_scored or not result.judged:
+        return result
+    return result.model_copy(
+        update={
+            "judged": False,
+            "stage_reached": "toolchain",
+            "failed_stage": "toolchain",
+            "reason": "could not judge: "
+            + double_refused(result.toolchain, lean_toolchain)
+            + f" (the double's own verdict: {result.reason})",
+        }
+    )
+
+
 def grading_blocker(task: LeanTaskConfig, toolchain_dir: Path | None) -> str | None:
     """Why no grade made here can reach a verdict, found without grading: the checks every grade
-    makes first (the pinned toolchain, the sandbox that `sandbox` asks for, prlimit); None when
-    none fails. Cheap after the first call (the toolchain and sandbox probes are cached)."""
+    makes first (the pinned toolchain, that it is not the test double, the sandbox that
+    `sandbox` asks for, prlimit); None when none fails. Cheap after the first call (the
+    toolchain and sandbox probes are cached)."""
     found = locate_toolchain(toolchain_dir, lean_toolchain=task.lean_toolchain)
     if not isinstance(found, Toolchain):
         return f"Lean toolchain not found: {found.reason}; {found.fix}"
+    if found.is_double and not double_is_scored():
+        return double_refused(found.label, task.lean_toolchain)
     probe = None if task.sandbox == "off" else probe_sandbox()
     _, error = decide_sandbox(task.sandbox, probe)
     if error is not None:
@@ -485,13 +524,15 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         never raises: a failure of the grader itself is a "could not judge" result."""
         try:
             if self.config.grade_in == "runtime":
-                return await self.grade_in_runtime(reply, runtime)
-            return await grade_reply(reply, self.grade_task(), self.config.grader_config())
+                result = await self.grade_in_runtime(reply, runtime)
+            else:
+                result = await grade_reply(reply, self.grade_task(), self.config.grader_config())
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # e.g. the task's Weights.lean changed on disk
             logger.exception("grading %s failed", self.key)
             return self._unjudged(f"grader error: {type(exc).__name__}: {exc}")
+        return scored_grade(result, self.config.lean_toolchain, double_is_scored())
 
     def store(self, trace: vf.Trace, reply: str, result: GradeResult, attempts: list[GradeResult]) -> None:
         """Put the grade on `trace.info` (the final one, and every attempt's when there were several)."""
@@ -591,6 +632,7 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         try:
             task, config = self.grade_task(), self.config.grader_config()
             result = await grade(reference_submission(self.data.p), task, config)
+            result = scored_grade(result, self.config.lean_toolchain, double_is_scored())
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -620,9 +662,17 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
         if task.grade_in == "runtime" and not self.local_boxes:
             return None
         # A local box's grader finds the toolchain as the CLI does (toolchain_dir is a host setting).
-        reason = grading_blocker(task, task.toolchain_dir if task.grade_in == "host" else None)
+        toolchain_dir = task.toolchain_dir if task.grade_in == "host" else None
+        reason = grading_blocker(task, toolchain_dir)
         if reason is not None:
             notice_once(blocker_banner(reason, task.on_grader_error))
+        elif isinstance(
+            found := locate_toolchain(toolchain_dir, lean_toolchain=task.lean_toolchain), Toolchain
+        ) and (found.is_double):
+            notice_once(  # a test asked for the double's grades to be scored: still say what it is
+                f"{DOUBLE_BANNER}: grading with the test double {found.dir}; its grades are scored "
+                f"only because {SCORE_DOUBLE_ENV}=1 is set (tests only)"
+            )
         return reason
 
     def records(self) -> list[TaskRecord]:

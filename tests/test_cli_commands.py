@@ -24,6 +24,7 @@ from lean_mod_add_proof.cli.exits import (
     EXIT_USAGE,
 )
 from lean_mod_add_proof.dataset.tasks import TaskSetError, load_tasks
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -200,7 +201,10 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "measured kernel rate: " in out and "µs per Int multiply-add" in out
     assert "## What to do\n\n- nothing: every part that ran passed" in out
     assert "- integration tests: not run" in out and "the located toolchain is the test double" in out
-    assert code == EXIT_OK
+    # The double is named at the top and in the summary, and exits 3: nothing was checked by Lean.
+    assert f"**{DOUBLE_BANNER}.** The toolchain found is the test double" in out
+    assert f"- **{DOUBLE_BANNER}**: every part ran on the test double" in out
+    assert code == EXIT_NOT_JUDGED
     # doctor's checks, in doctor's own words (issue 29: doctor said "no" where lean-check said "NO")
     words = re.findall(r"^- [^:\n]+: (yes|NO|optional: no|ok) — ", out, re.MULTILINE)
     assert words and "ok" not in words, out
@@ -257,7 +261,7 @@ def test_lean_check_outside_a_checkout_says_the_tests_were_not_run(
     code, lines = leancheck.lean_check(args)
     report = "\n".join(lines)
     assert "not run: tests/test_lean_integration.py is not here" in report
-    assert code == EXIT_OK, report
+    assert code == EXIT_NOT_JUDGED, report  # (the double: nothing was checked by Lean)
 
 
 def test_make_lean_check_calls_the_subcommand() -> None:

@@ -4,6 +4,8 @@ local baseline server (null harness, subprocess runtime: the taskset's own Env d
 The full run needs `uv` (in .venv/bin, which is put first on PATH) and, the first time, PyPI
 access for the null harness's PEP 723 chat script. HOME is left alone on purpose: uv's cache
 lives under it, and a fresh HOME would mean a cold cache and a full download on every run.
+The runs that grade with the toolchain double ask for its grades to be scored
+(`SCORE_DOUBLE_ENV`); without that the taskset scores none of them (could not judge).
 Without a Lean toolchain every grade fails at the toolchain stage (reward 0.0); with one, the
 reference proof must be accepted (reward 1.0). Either way each rollout must carry the reward,
 the lean_stages metrics and the grader's info.
@@ -25,6 +27,7 @@ from helpers import DOUBLE_DIR, STAGE_KEYS
 from lean_mod_add_proof.cli.baseline import running_server
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR, load_tasks
 from lean_mod_add_proof.demo import child_env, read_traces, vf_eval_argv
+from lean_mod_add_proof.taskset import SCORE_DOUBLE_ENV
 
 TASKSET_ID = "lean-mod-add-proof"
 VENV_BIN = Path(sys.executable).parent
@@ -180,7 +183,7 @@ def _vf_eval(
         argv = vf_eval_argv(server.base_url, out_dir, run, n=2, max_p=5, model=f"baseline-{policy}", **kwargs)
         done = subprocess.run(
             argv,
-            env={**child_env(), **(env or {})},
+            env={**child_env(), SCORE_DOUBLE_ENV: "1", **(env or {})},
             capture_output=True,
             text=True,
             timeout=900,

@@ -29,8 +29,10 @@ from lean_mod_add_proof.dataset.tasks import (
 )
 from lean_mod_add_proof.grading.guard import BANNED_WORDS
 from lean_mod_add_proof.grading.result import GraderConfig
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
 from lean_mod_add_proof.taskset import (
     INFO_KEY,
+    SCORE_DOUBLE_ENV,
     GraderUnavailable,
     LeanEnv,
     LeanEnvConfig,
@@ -517,12 +519,8 @@ def test_accepted_grade_gives_reward_one(task: LeanTask, monkeypatch: pytest.Mon
     assert trace.info[INFO_KEY]["accepted"] is True
 
 
-def test_plumbing_with_the_toolchain_double(tasks_dir: Path, tmp_path: Path) -> None:
-    """The shell test double of the toolchain (tests/toolchain_double: not Lean, proves nothing)
-    accepts whatever it is scripted to. With the self-test on, as in production: the double first
-    passes the canaries, then the reference grade reaches the trace as reward 1.0 with every
-    stage flag set."""
-    ts = taskset(
+def _double_taskset(tasks_dir: Path, tmp_path: Path) -> LeanModAddProofTaskset:
+    return taskset(
         tasks_dir,
         split="train",
         max_p=5,
@@ -535,13 +533,46 @@ def test_plumbing_with_the_toolchain_double(tasks_dir: Path, tmp_path: Path) -> 
             "memory_mb": 1024,
         },
     )
-    task = next(iter(ts))
+
+
+def test_plumbing_with_the_toolchain_double(
+    tasks_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shell test double of the toolchain (tests/toolchain_double: not Lean, proves nothing)
+    accepts whatever it is scripted to. With the self-test on, as in production: the double first
+    passes the canaries, then the reference grade reaches the trace as reward 1.0 with every
+    stage flag set, because this test asks for the double's grades to be scored."""
+    monkeypatch.setenv(SCORE_DOUBLE_ENV, "1")
+    task = next(iter(_double_taskset(tasks_dir, tmp_path)))
     trace = score(task, "```lean\n" + reference_submission(task.data.p) + "```")
     info = trace.info[INFO_KEY]
     assert trace.reward == 1.0, info["reason"]
     assert all(trace.metrics[k] == 1.0 for k in STAGE_KEYS if not k.endswith("grader_seconds"))
-    assert "toolchain double" in (info["toolchain"] or "")
+    assert "toolchain double" in (info["toolchain"] or "") and info["toolchain_double"] is True
     assert list((tmp_path / "cache" / "selftest").glob("*.json"))  # the self-test ran and passed
+
+
+def test_the_doubles_grades_are_not_scored_unless_a_test_asks(
+    tasks_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a grade by the toolchain double must never pass for Lean's. Without the test's
+    switch the taskset says so before the first rollout and errors the rollout (could not judge),
+    the double's own verdict kept in the reason and its flag on the grade."""
+    import lean_mod_add_proof.taskset as module
+
+    monkeypatch.delenv(SCORE_DOUBLE_ENV, raising=False)
+    monkeypatch.setattr(module, "_announced", set())  # (an earlier test may have said it already)
+    ts = _double_taskset(tasks_dir, tmp_path)
+    task = next(iter(ts))
+    (banner,) = capsys.readouterr().err.strip().splitlines()
+    assert banner.startswith(f"lean-mod-add-proof: GRADING IS NOT POSSIBLE here: {DOUBLE_BANNER}"), banner
+    trace = make_trace(task, "```lean\n" + reference_submission(task.data.p) + "```")
+    with pytest.raises(GraderUnavailable, match=f"could not judge: {DOUBLE_BANNER}"):
+        asyncio.run(task.score(trace))
+    info = trace.info[INFO_KEY]
+    assert info["judged"] is False and info["toolchain_double"] is True and info["accepted"] is False
+    assert "the double's own verdict: accepted" in info["reason"]
+    assert trace.metrics["lean_stages/judged"] == 0.0
 
 
 def test_surrogates_and_nul_are_rejected_by_the_extractor(task: LeanTask) -> None:
@@ -612,12 +643,19 @@ def test_load_says_before_any_rollout_that_grading_is_not_possible(
 
 
 def test_no_banner_when_grading_can_work(
-    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """(The double, scored because the test asks: grading works, and the notice still names it.)"""
+    import lean_mod_add_proof.taskset as module
+
+    monkeypatch.setenv(SCORE_DOUBLE_ENV, "1")
+    monkeypatch.setattr(module, "_announced", set())
     ts = taskset(tasks_dir, split="train", task={"toolchain_dir": DOUBLE_DIR, "sandbox": "off"})
     assert ts.preflight() is None
     list(ts)
-    assert "GRADING IS NOT POSSIBLE" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "GRADING IS NOT POSSIBLE" not in err
+    assert f"{DOUBLE_BANNER}: grading with the test double" in err
 
 
 def test_the_summary_at_exit_names_the_reason_and_where_it_is(

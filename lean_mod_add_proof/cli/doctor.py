@@ -21,6 +21,7 @@ from lean_mod_add_proof.grading import workdirs
 from lean_mod_add_proof.grading.result import GraderConfig
 from lean_mod_add_proof.grading.sandbox import FilterProof
 from lean_mod_add_proof.grading.signal_filter import SignalFilter
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
 
 #: What each sandbox mode means in force, for the report.
 SANDBOX_IN_FORCE = {"on": "required", "auto": "used where it works", "off": "never used"}
@@ -329,8 +330,20 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
         )
     )
     found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
-    if isinstance(found, toolchain.Toolchain):
+    if isinstance(found, toolchain.Toolchain) and found.is_double:
+        # Every check below still runs against it (the grader's machinery works here), but it
+        # is not Lean: this machine cannot grade for real (issue 41: it used to read "Ready").
+        checks.append(
+            Check(
+                "lean",
+                False,
+                f"{toolchain.DOUBLE_BANNER}: {found.lean}: {found.version} is the test double",
+                f"install Lean: {toolchain.install_fix(config.lean_toolchain)}",
+            )
+        )
+    elif isinstance(found, toolchain.Toolchain):
         checks.append(Check("lean", True, f"{found.lean}: {found.version}"))
+    if isinstance(found, toolchain.Toolchain):
         checks.append(Check("core library", True, str(found.dir / "lib" / "lean")))
         checks.append(Check("toolchain dir", True, f"{found.dir} (found via {found.source})"))
         most_mb = config.memory_mb + max(JUDGE_MEMORY_MB.values())
@@ -489,7 +502,16 @@ def _print_checks(checks: list[Check], ready: bool) -> None:
         table.add_row(c.name, mark, c.detail, "" if c.ok else c.fix)
     console = output.console()
     console.print(table)
-    if ready:
+    double = next((c for c in checks if c.name == "lean" and c.detail.startswith(DOUBLE_BANNER)), None)
+    if double is not None:
+        console.print(
+            f"[bold yellow]{DOUBLE_BANNER}.[/] The toolchain found is the test double "
+            "(tests/toolchain_double: scripts that check no proof), so the checks above show only "
+            "that the grader's machinery runs here. Not ready to grade for real: every grade of the "
+            "taskset is could-not-judge until Lean is installed (`lean-mod-add-proof install-lean`).",
+            highlight=False,
+        )
+    elif ready:
         # Say which toolchain is ready: a test double passes these checks too, and it is not Lean.
         lean = next((c.detail for c in checks if c.name == "lean"), "the located toolchain")
         console.print(f"[bold green]Ready:[/] the grader can run here with {lean}.")
@@ -547,7 +569,8 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
             break
         reasons.append(report.reason)
     return (EXIT_OK if route_used else EXIT_PROBLEM), {
-        "toolchain": found.version,
+        "toolchain": found.label,
+        "toolchain_double": found.is_double,
         "passed": route_used is not None,
         "route": route_used,
         "reason": "" if route_used else "; ".join(reasons),
@@ -576,7 +599,15 @@ def _print_selftest(report: dict[str, object]) -> None:
             "is could-not-judge until the toolchain changes)",
             highlight=False,
         )
-    if report["passed"]:
+    if report["passed"] and report.get("toolchain_double"):
+        console.print(
+            f"[bold yellow]{DOUBLE_BANNER}.[/] Self-test passed on the test double "
+            f"({report.get('route')}), which acts out what the canaries script: the grader's "
+            "machinery works, and no verdict of the double counts. Install Lean "
+            "(`lean-mod-add-proof install-lean`) and run this again.",
+            highlight=False,
+        )
+    elif report["passed"]:
         console.print(
             f"[bold green]Self-test passed:[/] this toolchain's verdicts count ({report.get('route')})."
         )
@@ -608,7 +639,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     checks = doctor_checks(config)
     ready = all(c.ok for c in checks if c.required)
     if args.json:
-        print(json.dumps({"ready": ready, "checks": [c.__dict__ for c in checks]}, indent=2))
+        double = any(c.name == "lean" and c.detail.startswith(DOUBLE_BANNER) for c in checks)
+        report = {"ready": ready, "toolchain_double": double, "checks": [c.__dict__ for c in checks]}
+        print(json.dumps(report, indent=2))
     else:
         _print_checks(checks, ready)
     return EXIT_OK if ready else EXIT_PROBLEM

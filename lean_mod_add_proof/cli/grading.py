@@ -15,9 +15,16 @@ from lean_mod_add_proof.cli.settings import add_grader_flags, config_from_args
 from lean_mod_add_proof.cli.tasks import TASK_ID_HELP
 from lean_mod_add_proof.dataset.tasks import DEFAULT_TASKS_DIR
 from lean_mod_add_proof.grading.result import verdict_exit_code
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
 
 #: Every could-not-judge reason starts with this (the grader's own wording).
 NOT_JUDGED_PREFIX = "could not judge: "
+#: What a grade by the toolchain double is, said before its verdict.
+DOUBLE_EXPLAINED = (
+    "This grade ran on the toolchain double (tests/toolchain_double): scripts that act out what the "
+    "test scripted and check no proof. The verdict below says nothing about Lean; the taskset scores "
+    "no such grade. Install Lean with `lean-mod-add-proof install-lean`."
+)
 
 
 def _read_utf8(path: Path) -> str:
@@ -106,14 +113,19 @@ def result_json(result: Any) -> dict[str, Any]:
 
 def verdict_line(result: Any) -> str:
     """The one line `grade` ends with, saying each thing once: no "COULD NOT JUDGE ...: could not
-    judge: ..." and no "REJECTED at guard ...: guard: ..." (pure)."""
+    judge: ..." and no "REJECTED at guard ...: guard: ..."; a verdict of the toolchain double
+    says so first, in the headline itself (pure)."""
     reason = result.reason
     if result.accepted:
-        return f"ACCEPTED (reward 1.0): {reason}"
-    if not result.judged:
-        return f"COULD NOT JUDGE (no verdict; not a rejection): {reason.removeprefix(NOT_JUDGED_PREFIX)}"
-    stage = result.failed_stage
-    return f"REJECTED at {stage} (reward 0.0): {reason.removeprefix(f'{stage}: ')}"
+        line = f"ACCEPTED (reward 1.0): {reason}"
+    elif not result.judged:
+        line = f"COULD NOT JUDGE (no verdict; not a rejection): {reason.removeprefix(NOT_JUDGED_PREFIX)}"
+    else:
+        stage = result.failed_stage
+        line = f"REJECTED at {stage} (reward 0.0): {reason.removeprefix(f'{stage}: ')}"
+    if getattr(result, "toolchain_double", False) and not line.startswith(DOUBLE_BANNER):
+        return f"{DOUBLE_BANNER}. {line}"
+    return line
 
 
 def _usage_error(args: argparse.Namespace, message: str, hint: str = "") -> int:
@@ -159,6 +171,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         console.print("[dim]--- output tail of the last command ---[/]")
         console.print(result.commands[-1].output_tail[-2000:], markup=False, highlight=False)
     colour = "green" if result.accepted else ("red" if result.judged else "yellow")
+    if result.toolchain_double:
+        colour = "yellow"
+        console.print(f"[bold yellow]{DOUBLE_BANNER}.[/] {DOUBLE_EXPLAINED}", highlight=False)
     verdict, _, reason = verdict_line(result).partition(": ")
     console.print(f"[bold {colour}]{verdict}[/]: ", end="", highlight=False)
     console.print(reason, markup=False, highlight=False)

@@ -8,7 +8,9 @@ last, what to do about each part that failed.
 
 Exit status: 0 when every part that ran passed (the summary names any part that did not run,
 such as the integration tests outside a checkout); 3 when there is no toolchain (nothing was
-checked); 1 otherwise. Nothing here is faked: without Lean it says so and checks nothing.
+checked) or the toolchain is the test double (every part runs, and the report says at its top
+and in its summary that nothing was checked by Lean); 1 otherwise. Nothing here is faked: without
+Lean it says so and checks nothing.
 """
 
 from __future__ import annotations
@@ -34,12 +36,19 @@ from lean_mod_add_proof.cli.leancheck_report import (
 )
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.grading.result import GraderSettings, flag_name
-from lean_mod_add_proof.grading.toolchain import TOOLCHAIN_ENV
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER, TOOLCHAIN_ENV
 
 #: `--quiet`: the report quotes the commands' output, which the long steps' log lines would clutter
 #: (`doctor --json` is parsed from it).
 CLI = [sys.executable, "-m", "lean_mod_add_proof.cli", "--quiet"]
 PASSED, FAILED, NOT_RUN = "passed", "FAILED", "not run"
+#: Said at the top of a report made with the toolchain double, which must never pass for one of Lean.
+DOUBLE_REPORT = (
+    f"**{DOUBLE_BANNER}.** The toolchain found is the test double (tests/toolchain_double: scripts "
+    "that act out what each test scripts and check no proof). Every part below ran on it: they show "
+    "that the grader's machinery works here, nothing about Lean. Not a report to paste into an issue; "
+    "install Lean (`lean-mod-add-proof install-lean`) and run this again."
+)
 #: Where the Lean integration tests live in a checkout, relative to its root.
 INTEGRATION_TESTS = Path("tests") / "test_lean_integration.py"
 
@@ -173,6 +182,9 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
             "`lean-mod-add-proof install-lean` (`make lean` in a checkout), then run this again.",
         ]
         return EXIT_NOT_JUDGED, lines
+    double = bool(doctor.get("toolchain_double"))
+    if double:
+        lines += ["", DOUBLE_REPORT]
     results: dict[str, str] = {}  # part -> passed / FAILED / not run
 
     lines += ["", "## Toolchain and its manifest (the files the grader trusts)", ""]
@@ -229,12 +241,16 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
         results["calibration"] = PASSED if code == 0 else FAILED
 
     lines += ["", "## Summary", ""]
+    if double:
+        lines.append(f"- **{DOUBLE_BANNER}**: every part ran on the test double")
     lines += [f"- {name}: {status}" for name, status in results.items()]
     lines.append(f"- took {time.time() - started:.0f} s")
     advice = advice_lines(results, route_advice, FAILED)
     lines += ["", "## What to do", ""]
     lines += advice or ["- nothing: every part that ran passed"]
-    return (EXIT_PROBLEM if FAILED in results.values() else EXIT_OK), lines
+    if FAILED in results.values():
+        return EXIT_PROBLEM, lines
+    return (EXIT_NOT_JUDGED if double else EXIT_OK), lines
 
 
 def toolchain_lines(args: argparse.Namespace) -> list[str]:

@@ -171,7 +171,7 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
     env = {**os.environ, "ELAN_HOME": str(elan_home)}
     found = toolchain.locate_toolchain(env=env, lean_toolchain=name)
     if isinstance(found, toolchain.Toolchain):
-        print(f"{name} is already installed: {found.dir} ({found.version})")
+        print(f"{name} is already installed: {found.label}")
         print("Next: run `lean-mod-add-proof doctor` to check the whole grader set-up.")
         return EXIT_OK
     try:
@@ -184,7 +184,7 @@ def cmd_install_lean(args: argparse.Namespace) -> int:
     toolchain.clear_probe_cache()
     found = toolchain.locate_toolchain(env=env, lean_toolchain=name)
     if isinstance(found, toolchain.Toolchain):
-        print(f"installed {name}: {found.dir} ({found.version})")
+        print(f"installed {name}: {found.label}")
     else:
         print_error(f"install-lean: the install ran but the toolchain was not found: {found.reason}")
         return EXIT_PROBLEM

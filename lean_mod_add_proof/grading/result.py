@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, computed_field
 
 from lean_mod_add_proof.grading.lean_names import LEAN_TOOLCHAIN
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER, DOUBLE_VERSION_TEXT
 
 #: Stages in the order they run; a grade stops at the first one that fails.
 Stage = Literal["extract", "guard", "toolchain", "build", "leanchecker", "statement", "axioms"]
@@ -254,6 +255,8 @@ class GradeResult(BaseModel):
     package_dir: str | None = None
     """Set when the package directory was kept."""
     toolchain: str | None = None
+    """The toolchain that graded: `DIR (first line of lean --version)`, the test double's with
+    `DOUBLE_BANNER` first (`Toolchain.label`)."""
     judge: JudgeName | None = None
     """Which judge decided: the grader's replay, or the toolchain's `lake comparator`."""
     verdict_from: VerdictFrom | None = None
@@ -286,6 +289,17 @@ class GradeResult(BaseModel):
     @property
     def reward(self) -> float:
         return 1.0 if self.accepted else 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def toolchain_double(self) -> bool:
+        """Graded with the toolchain double (tests/toolchain_double: scripts, not Lean): nothing
+        was checked by Lean, and the verdict is whatever the test scripted. Read from how the
+        grader named the toolchain (either of the double's signs, `toolchain.is_double`, puts
+        the banner there; its `lean --version` names it too). The taskset scores no such
+        result (could not judge) unless a test asks it to."""
+        named = self.toolchain or ""
+        return DOUBLE_BANNER in named or DOUBLE_VERSION_TEXT in named
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -30,6 +30,15 @@ TOOLCHAIN_ENV = "LEAN_MOD_ADD_PROOF_TOOLCHAIN"
 #: elan names it differently.
 ELAN_DIR_NAME = LEAN_TOOLCHAIN.replace("/", "--").replace(":", "---")
 
+#: A file the toolchain double (tests/toolchain_double) has in its root and real Lean never has:
+#: one of the two signs `is_double` reads (issue 41: the double passed for Lean everywhere).
+DOUBLE_MARKER_FILE = "TOOLCHAIN-DOUBLE-NOT-LEAN"
+#: What the double's `lean --version` says about itself (Lean's own says `Lean (version X, ...)`
+#: with the commit and platform: src/Lean/Shell.lean, `shortVersionString`): the other sign.
+DOUBLE_VERSION_TEXT = "toolchain double — not Lean"
+#: The words every headline, check and result that the double produced carries.
+DOUBLE_BANNER = "TOOLCHAIN DOUBLE: nothing was checked by Lean"
+
 INSTALL_FIX = "lean-mod-add-proof install-lean"
 ELAN_FIX = f"elan toolchain install {LEAN_TOOLCHAIN}"
 FIX_COMMANDS = f"run `{INSTALL_FIX}` (or `{ELAN_FIX}`)"
@@ -51,6 +60,13 @@ def install_fix(lean_toolchain: str = LEAN_TOOLCHAIN) -> str:
     return f"run `{INSTALL_FIX}{named}` (or `elan toolchain install {lean_toolchain}`)"
 
 
+def is_double(directory: Path, version_output: str) -> bool:
+    """Whether a toolchain is the test double: it has the double's marker file, or its `lean
+    --version` says it is the double. Either sign is enough; real Lean has neither (pure but
+    for one stat)."""
+    return DOUBLE_VERSION_TEXT in version_output or (directory / DOUBLE_MARKER_FILE).exists()
+
+
 @dataclass(frozen=True)
 class Toolchain:
     """A toolchain directory whose `lean --version` reported the pinned version."""
@@ -61,6 +77,16 @@ class Toolchain:
     """The first line of `lean --version`."""
     source: str = ""
     """How it was found (config, env, elan home, elan which)."""
+    is_double: bool = False
+    """The test double (tests/toolchain_double), not Lean: it decides nothing about proofs, and
+    whatever it "accepts" was scripted by the test (`is_double`)."""
+
+    @property
+    def label(self) -> str:
+        """How results and headlines name it: `DIR (VERSION)`, and for the double the banner
+        first, so that no line can pass it for Lean (pure)."""
+        named = f"{self.dir} ({self.version})"
+        return f"{DOUBLE_BANNER}: {named}" if self.is_double else named
 
 
 @dataclass(frozen=True)
@@ -137,7 +163,7 @@ def _probe_dir(directory: Path, source: str, version: str = LEAN_VERSION) -> Too
     first_line = output.splitlines()[0] if output else ""
     found: Toolchain | ToolchainMissing
     if ok and version_matches(output, version):
-        found = Toolchain(root, bins["lean"], first_line, source)
+        found = Toolchain(root, bins["lean"], first_line, source, is_double(root, output))
     else:
         why = f"{root} ({source}): `lean --version` gave {first_line!r}, not version {version}"
         found = ToolchainMissing(why)  # `locate_toolchain` names the fix for the wanted toolchain
