@@ -29,6 +29,7 @@ from rich.table import Table
 
 from lean_mod_add_proof.cli import output
 from lean_mod_add_proof.cli.baseline import running_server
+from lean_mod_add_proof.cli.exits import EXIT_INTERRUPTED, INTERRUPTED_LINE
 from lean_mod_add_proof.constants import TASKSET_ID
 from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
 
@@ -280,6 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]demo failed:[/] {exc}")
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line (the server is stopped by its context manager)
+        print(INTERRUPTED_LINE.replace("lean-mod-add-proof:", "demo:", 1), file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ from lean_mod_add_proof.cli.exits import (
     COMMANDS_WITHOUT_LEAN,
     EXIT_HELP,
     EXIT_HELP_NO_LEAN,
+    EXIT_INTERRUPTED,
     EXIT_PROBLEM,
+    INTERRUPTED_LINE,
     CliParser,
 )
 from lean_mod_add_proof.cli.output import readers_may_leave
@@ -103,9 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     reader left (`output.ReaderMayLeave`)."""
     try:
         with readers_may_leave():
-            args = build_parser().parse_args(argv)
-            configure_logging(args.quiet)
-            return int(args.handler(args) or 0)
+            try:
+                args = build_parser().parse_args(argv)
+                configure_logging(args.quiet)
+                return int(args.handler(args) or 0)
+            except KeyboardInterrupt:
+                # Ctrl-C: one line, never the two chained tracebacks asyncio.run leaves (the
+                # grades' own clean-up has run by now: asyncio.run cancels them and waits).
+                print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
+                return EXIT_INTERRUPTED
     except BrokenPipeError:  # (a write that went around sys.stdout)
         # Python's documented recipe (library/signal.html, "Note on SIGPIPE"): point stdout at
         # /dev/null so the flush at interpreter exit does not raise again.

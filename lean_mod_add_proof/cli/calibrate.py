@@ -32,6 +32,13 @@ from lean_mod_add_proof.dataset.cost import (
 )
 from lean_mod_add_proof.dataset.tasks import TaskRecord, in_split, load_tasks
 from lean_mod_add_proof.grading.steps_log import long_step
+from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
+
+#: Said before the table of a calibration on the toolchain double.
+DOUBLE_MEASURED = (
+    "These times are the test double's (tests/toolchain_double: scripts that check no proof), not "
+    "Lean's: no limit should be set from them. Install Lean (`lean-mod-add-proof install-lean`)."
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +74,15 @@ def verdict_word(accepted: bool, judged: bool) -> str:
     return "accepted" if accepted else ("REJECTED" if judged else "NOT JUDGED")
 
 
-async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, progress: Any) -> list[dict]:
+async def _calibrate(
+    records: list[TaskRecord], tasks_dir: Path, config: Any, progress: Any, rows: list[dict]
+) -> None:
+    """Measure each task in turn, appending its row to `rows` as soon as it is measured (so that
+    an interrupted run still has the rows it measured)."""
     from lean_mod_add_proof.cli.grading import grade_task_for
     from lean_mod_add_proof.constants import reference_submission
     from lean_mod_add_proof.grading.grader import grade, warm_cache
 
-    rows = []
     job = progress.add_task("calibrating", total=len(records))
     for record in records:
         progress.update(job, description=f"{record.id} (p={record.p}, H={record.hidden})")
@@ -88,7 +98,6 @@ async def _calibrate(records: list[TaskRecord], tasks_dir: Path, config: Any, pr
         progress.advance(job)
         if not result.judged:
             break  # nothing will be judged on this machine: say so now
-    return rows
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -107,17 +116,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     config, records, found = started
     records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))  # smallest kernel work first
     # The bar is for a terminal; the log lines (grading/steps_log.py) also reach a pipe (CI).
-    with (
-        long_step(log, "calibrate", f"{len(records)} task(s), sandbox {config.sandbox}") as step,
-        Progress(console=console, transient=True) as progress,
-    ):
-        rows = asyncio.run(_calibrate(records, args.tasks_dir, config, progress))
-        words = [verdict_word(r["accepted"], r["judged"]) for r in rows]
-        step.detail = ", ".join(f"{words.count(w)} {w}" for w in dict.fromkeys(words))
+    rows: list[dict] = []
+    interrupted = False
+    try:
+        with (
+            long_step(log, "calibrate", f"{len(records)} task(s), sandbox {config.sandbox}") as step,
+            Progress(console=console, transient=True) as progress,
+        ):
+            asyncio.run(_calibrate(records, args.tasks_dir, config, progress, rows))
+            words = [verdict_word(r["accepted"], r["judged"]) for r in rows]
+            step.detail = ", ".join(f"{words.count(w)} {w}" for w in dict.fromkeys(words))
+    except KeyboardInterrupt:  # Ctrl-C: keep what was measured (issue 41), then stop as main says
+        interrupted = True
+    if found.is_double:
+        console.print(f"[bold yellow]{DOUBLE_BANNER}.[/] {DOUBLE_MEASURED}", highlight=False)
     # As in `tasks`: a light box and cells that never wrap or shorten, so 80 columns hold a row.
-    table = Table(
-        title=f"reference proofs on {found.version}", box=box.SIMPLE_HEAD, padding=0, pad_edge=False
-    )
+    table = Table(title=f"reference proofs on {found.label}", box=box.SIMPLE_HEAD, padding=0, pad_edge=False)
     headers = ("task", "mul-adds", "verdict", "set-up s", "build s", "replay s", "checked s", "peak MiB")
     cells = []
     for row in rows:
@@ -143,10 +157,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for c in cells:
         table.add_row(*c)
     console.print(table)
-    payload = {"toolchain": found.version, "settings": config.model_dump(mode="json"), "tasks": rows}
+    payload = {
+        "toolchain": found.version,
+        "toolchain_double": found.is_double,
+        "interrupted": interrupted,
+        "settings": config.model_dump(mode="json"),
+        "tasks": rows,
+    }
     if args.out is not None:
         args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         console.print(f"wrote {args.out}", highlight=False)
+    if interrupted:
+        console.print(f"interrupted: {len(rows)} of {len(records)} task(s) measured", highlight=False)
+        raise KeyboardInterrupt  # main() prints the one line and exits 130
     if any(not r["judged"] for r in rows):
         console.print(rows[-1]["reason"], style="yellow", markup=False, highlight=False)
         return EXIT_NOT_JUDGED

@@ -6,7 +6,8 @@
 - 2 `EXIT_USAGE`: a usage error (bad flag or setting, unknown task, unreadable file); argparse's
   own errors are 2 as well;
 - 3 `EXIT_NOT_JUDGED`: could not judge, or could not check at all (no Lean toolchain here, so
-  nothing was graded, measured, built or checked).
+  nothing was graded, measured, built or checked);
+- 130 `EXIT_INTERRUPTED`: Ctrl-C (one line on stderr; what was measured so far is kept).
 
 The grade verdicts (0, 1, 3) are the grader's own (`grading.result.verdict_exit_code`, which the
 runtime read-back checks against too); this module only adds the usage code and the wording.
@@ -23,11 +24,14 @@ from lean_mod_add_proof.grading.result import EXIT_ACCEPTED, EXIT_NOT_JUDGED, EX
 EXIT_OK = EXIT_ACCEPTED
 EXIT_PROBLEM = EXIT_REJECTED
 EXIT_USAGE = 2
+#: Ctrl-C: 128 + SIGINT, what a shell reports for a command SIGINT ended (POSIX `wait` status).
+EXIT_INTERRUPTED = 130
 
 __all__ = [
     "COMMANDS_WITHOUT_LEAN",
     "EXIT_HELP",
     "EXIT_HELP_NO_LEAN",
+    "EXIT_INTERRUPTED",
     "EXIT_NOT_JUDGED",
     "EXIT_OK",
     "EXIT_PROBLEM",
@@ -37,16 +41,22 @@ __all__ = [
 #: The scheme in one line, shown at the end of every command's --help.
 EXIT_HELP = (
     f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} rejected or a problem found; {EXIT_USAGE} usage error; "
-    f"{EXIT_NOT_JUDGED} could not judge (e.g. no Lean toolchain: nothing was checked)"
+    f"{EXIT_NOT_JUDGED} could not judge (e.g. no Lean toolchain: nothing was checked); "
+    f"{EXIT_INTERRUPTED} interrupted (Ctrl-C)"
 )
 #: The same for a command that needs no Lean and so never exits EXIT_NOT_JUDGED.
-EXIT_HELP_NO_LEAN = f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} a problem found; {EXIT_USAGE} usage error"
+EXIT_HELP_NO_LEAN = (
+    f"exit status: {EXIT_OK} ok; {EXIT_PROBLEM} a problem found; {EXIT_USAGE} usage error; "
+    f"{EXIT_INTERRUPTED} interrupted (Ctrl-C)"
+)
 #: The commands that never exit EXIT_NOT_JUDGED (their --help shows EXIT_HELP_NO_LEAN).
 COMMANDS_WITHOUT_LEAN = frozenset({"configs", "docs"})
 
 
 #: The one prefix of every error line, whichever command prints it.
 ERROR_PREFIX = "lean-mod-add-proof: error: "
+#: The one line a command prints on Ctrl-C (then exits EXIT_INTERRUPTED).
+INTERRUPTED_LINE = "lean-mod-add-proof: interrupted (Ctrl-C)"
 
 
 def print_error(message: str, details: str = "") -> None:
