@@ -605,8 +605,9 @@ class LeanTask(vf.Task[LeanData, vf.State, LeanTaskConfig]):
         metrics = {
             **stage_metrics(result),
             METRIC_PREFIX + "attempts": float(len(attempts)),
-            METRIC_PREFIX + "first_attempt_accepted": float(attempts[0].get("accepted") is True),
         }
+        if attempts[0].get("judged") is not False:  # (a first attempt with no verdict: no value)
+            metrics[METRIC_PREFIX + "first_attempt_accepted"] = float(attempts[0].get("accepted") is True)
         if not result.judged:
             trace.metrics.update(metrics)  # recorded even when the rollout is errored below
             self.unjudged(trace, result)

@@ -119,7 +119,8 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-#: The stage metrics every graded trace must carry (spelt out here, not derived from the code).
+#: The stage metrics every trace with a verdict must carry (spelt out here, not derived from the
+#: code); a trace without one carries `judged`, `grader_seconds` and only the stages it passed.
 STAGE_KEYS = frozenset(
     f"lean_stages/{k}"
     for k in (

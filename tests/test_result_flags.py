@@ -249,9 +249,11 @@ def test_flags_of_a_grade_that_fails_at_each_stage(
         assert shown == flags
     assert result.accepted is accepted
     assert result.reward == (1.0 if accepted else 0.0)
+    # A grade with no verdict has a value only for the stages it passed (issue 41: never a 0.0
+    # for a stage it did not get to).
     assert result.stage_flags() == {
         "judged": 1.0 if judged else 0.0,
-        **{flag: float(value) for flag, value in zip(FLAGS, shown, strict=True)},
+        **{flag: float(value) for flag, value in zip(FLAGS, shown, strict=True) if judged or value},
         "grader_seconds": 1.5,
     }
     exit_code = EXIT_ACCEPTED if accepted else EXIT_REJECTED if judged else EXIT_NOT_JUDGED

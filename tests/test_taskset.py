@@ -352,9 +352,13 @@ def score(task: LeanTask, reply: str) -> vf.Trace:
 def assert_zero_with_reason(trace: vf.Trace) -> dict:
     assert trace.rewards["kernel_accepts"].score == 0.0
     assert trace.reward == 0.0
-    assert STAGE_KEYS <= set(trace.metrics)
-    assert all(isinstance(v, float) for v in trace.metrics.values())
     info = trace.info[INFO_KEY]
+    if info["judged"]:
+        assert STAGE_KEYS <= set(trace.metrics)
+    else:  # no verdict: only the stages passed before the fault have a value (1.0), never a 0.0
+        assert {"lean_stages/judged", "lean_stages/grader_seconds"} <= set(trace.metrics)
+        assert all(v == 1.0 for k, v in trace.metrics.items() if k.endswith("_passed")), trace.metrics
+    assert all(isinstance(v, float) for v in trace.metrics.values())
     assert info["reason"] and info["accepted"] is False and info["reward"] == 0.0
     assert not trace.errors
     # What the grader adds serialises as traces.jsonl needs it (UTF-8 JSON; the hand-built reply
@@ -403,6 +407,13 @@ def test_no_toolchain_scores_zero_when_asked(task: LeanTask) -> None:
     info = assert_zero_with_reason(trace)
     assert info["judged"] is False and trace.metrics["lean_stages/judged"] == 0.0
     assert info["failed_stage"] == "toolchain" and "Lean toolchain not found" in info["reason"]
+    # Issue 41: the build and later stages were never reached, so they have no value (a 0.0 read
+    # as a 0 % pass rate on dashboards); the guard, which passed, has its 1.0.
+    assert trace.metrics["lean_stages/guard_passed"] == 1.0
+    for stage in ("build", "leanchecker", "statement", "axioms"):
+        assert f"lean_stages/{stage}_passed" not in trace.metrics
+    assert "lean_stages/first_attempt_accepted" not in trace.metrics
+    assert trace.metrics["lean_stages/attempts"] == 1.0
 
 
 def test_a_verdict_is_recorded_as_judged(task: LeanTask) -> None:

@@ -327,13 +327,22 @@ class GradeResult(BaseModel):
         return self._passed("axioms")
 
     def stage_flags(self) -> dict[str, float]:
-        """The five stage booleans, judged and grader_seconds, as metric values."""
+        """The five stage booleans, judged and grader_seconds, as metric values. A grade that
+        reached no verdict has a value only for the stages it passed before the fault (1.0): a
+        stage it never got to pass has none, never a 0.0, so that a mean of a stage's pass rate
+        counts only grades that say something about it (issue 41: a host without Lean showed a
+        0 % build pass rate). verifiers records exactly the keys given (verifiers/v1/task.py,
+        `record_metrics`); Prime's run summary averages each metric over the rollouts that have
+        it (prime_runs/metrics.py, `from_episodes`)."""
+        passed = {
+            "guard_passed": self.guard_passed,
+            "build_passed": self.build_passed,
+            "leanchecker_passed": self.leanchecker_passed,
+            "statement_passed": self.statement_passed,
+            "axioms_passed": self.axioms_passed,
+        }
         return {
             "judged": float(self.judged),
-            "guard_passed": float(self.guard_passed),
-            "build_passed": float(self.build_passed),
-            "leanchecker_passed": float(self.leanchecker_passed),
-            "statement_passed": float(self.statement_passed),
-            "axioms_passed": float(self.axioms_passed),
+            **{name: float(value) for name, value in passed.items() if self.judged or value},
             "grader_seconds": self.grader_seconds,
         }
