@@ -68,7 +68,7 @@ mutate: setup
 	$(BIN)/python benchmarks/mutate.py $(MUTATE_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .test-cache
 
 # The grading image (container/Containerfile), tagged as the taskset's default image.
 # Only what the Containerfile copies may reach the build (container/Containerfile.dockerignore):

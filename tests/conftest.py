@@ -2,12 +2,37 @@
 the tests directory on sys.path)."""
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import leftovers
 import pytest
+
+#: The tests never write to the user's own caches (~/.cache/uv, ~/.cache/verifiers,
+#: ~/.cache/lean-mod-add-proof; issue 41): HOME is a directory of this run's own, removed at the
+#: end, for pytest and everything it starts. Set here, before any test module imports verifiers,
+#: which reads HOME once (verifiers/v1/utils/paths.py). elan's home stays the user's, so that a
+#: machine with Lean still runs the Lean tests. uv's cache, which the end-to-end runs fill from
+#: PyPI (the null harness's chat script), is the checkout's own `.test-cache/uv` (git-ignored;
+#: `make clean` removes it), so that it is downloaded once, not on every run;
+#: $LEAN_MOD_ADD_PROOF_TEST_UV_CACHE names another.
+REAL_HOME = Path.home()
+os.environ.setdefault("ELAN_HOME", str(REAL_HOME / ".elan"))
+TEST_HOME = Path(tempfile.mkdtemp(prefix="lean-mod-add-proof-test-home-"))
+os.environ["HOME"] = str(TEST_HOME)
+TEST_UV_CACHE = Path(
+    os.environ.get("LEAN_MOD_ADD_PROOF_TEST_UV_CACHE")
+    or Path(__file__).resolve().parent.parent / ".test-cache" / "uv"
+)
+os.environ["UV_CACHE_DIR"] = str(TEST_UV_CACHE)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(TEST_HOME, ignore_errors=True)
+
 
 #: This run's marker (leftovers.py); pytest's start time, in clock ticks since boot.
 _RUN_MARKER = os.environ[leftovers.RUN_MARKER_VAR] = uuid.uuid4().hex

@@ -2,8 +2,8 @@
 local baseline server (null harness, subprocess runtime: the taskset's own Env defaults).
 
 The full run needs `uv` (in .venv/bin, which is put first on PATH) and, the first time, PyPI
-access for the null harness's PEP 723 chat script. HOME is left alone on purpose: uv's cache
-lives under it, and a fresh HOME would mean a cold cache and a full download on every run.
+access for the null harness's PEP 723 chat script. HOME and uv's cache are the test run's own
+(conftest.py: the checkout's `.test-cache/uv`, filled once), never the user's ~/.cache (issue 41).
 The runs that grade with the toolchain double ask for its grades to be scored
 (`SCORE_DOUBLE_ENV`); without that the taskset scores none of them (could not judge).
 Without a Lean toolchain every grade fails at the toolchain stage (reward 0.0); with one, the
@@ -246,11 +246,10 @@ def test_grading_in_the_runtime_matches_the_host(tmp_path: Path, policy: str) ->
     `lean-mod-add-proof grade --json` (finding the toolchain double through the environment the
     box inherits) and its verdicts are the host's."""
     # A HOME of its own, so that a grade that ignored --cache-dir would fill `home`'s cache (checked
-    # below) and never the real ~/.cache/lean-mod-add-proof (issue 29); uv keeps its real cache.
+    # below) and never the real ~/.cache/lean-mod-add-proof (issue 29); uv keeps the run's cache.
     home = tmp_path / "home"
     home.mkdir()
-    uv_cache = os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv")
-    box_env = {"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(DOUBLE_DIR), "HOME": str(home), "UV_CACHE_DIR": uv_cache}
+    box_env = {"LEAN_MOD_ADD_PROOF_TOOLCHAIN": str(DOUBLE_DIR), "HOME": str(home)}
     common = ["--env.taskset.task.sandbox", "off", "--env.taskset.task.cache-dir", str(tmp_path / "cache")]
     runtime = ["--env.taskset.task.grade-in", "runtime"]  # the default image needs no unsetting here
     host = _run_vf_eval(
