@@ -263,6 +263,15 @@ GOOD_VERDICT: dict[str, object] = {
 }
 
 
+def toolchain_dir_of(res: GradeResult) -> Path:
+    """The directory of the toolchain that graded `res` (its `toolchain` is `Toolchain.label`:
+    `DIR (VERSION)`, the double's with its banner first)."""
+    from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
+
+    assert res.toolchain is not None
+    return Path(res.toolchain.removeprefix(f"{DOUBLE_BANNER}: ").split(" (")[0])
+
+
 def build_output(res: GradeResult) -> str:
     """The kept output of the submission's own build (`lean ... Submission.lean`), wherever it
     stands among the grade's commands (the export and the judge come after it)."""

@@ -24,6 +24,7 @@ from helpers import (
     processes_with,
     run_double,
     submission,
+    toolchain_dir_of,
 )
 
 from lean_mod_add_proof.grading import kernels as K
@@ -419,7 +420,7 @@ def test_no_tool_is_resolved_through_path(tmp_path: Path, monkeypatch: pytest.Mo
     res = _graded(tmp_path, kernels="all")
     assert res.accepted, res.reason
     assert not hit.exists()
-    double = Path(res.toolchain.split(" (")[0])  # type: ignore[union-attr]
+    double = toolchain_dir_of(res)
     tools = {Path(c.argv[0]) for c in res.commands}
     assert all(t.is_absolute() and decoys not in t.parents for t in tools)
     assert any(t.parent == double / "bin" for t in tools)

@@ -9,7 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, copy_double, make_task, submission, weights_text
+from helpers import (
+    DOUBLE_DIR,
+    copy_double,
+    make_task,
+    require_comparator,
+    run_double,
+    submission,
+    weights_text,
+)
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.grading import toolchain
@@ -60,6 +68,16 @@ def test_a_result_names_the_double_by_its_toolchain() -> None:
     assert not GradeResult().toolchain_double
     data = GradeResult(toolchain=label).model_dump(mode="json")
     assert data["toolchain_double"] is True  # on the trace and in `grade --json`
+
+
+@pytest.mark.parametrize("judge", ["replay", "comparator"])
+async def test_a_grade_by_the_double_names_it_in_its_toolchain_and_reason(tmp_path: Path, judge: str) -> None:
+    if judge == "comparator":
+        require_comparator()
+    res = await run_double(submission(), tmp_path, judge=judge)
+    assert res.accepted and res.judge == judge and res.toolchain_double, res.reason
+    assert (res.toolchain or "").startswith(f"{DOUBLE_BANNER}: {DOUBLE_DIR} (")
+    assert f"(toolchain: {DOUBLE_BANNER}: " in res.reason or f"; toolchain: {DOUBLE_BANNER}: " in res.reason
 
 
 def _tasks(tmp_path: Path) -> Path:

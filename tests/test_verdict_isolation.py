@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, build_output, needs_bwrap, run_double, submission
+from helpers import DOUBLE_DIR, build_output, needs_bwrap, run_double, submission, toolchain_dir_of
 
 from lean_mod_add_proof.grading.judge_source import judge_text
 
@@ -46,7 +46,7 @@ async def test_planted_files_are_invisible_to_the_judge(tmp_path: Path, mode: st
     assert all(f"planted {p}" in build_out for p in PLANTS)  # the plants really happened
     lean_path, listing = _judge_view(res.commands[-1].output_tail)
     entries = lean_path.split(":")
-    toolchain = Path(res.toolchain.split(" (")[0]) if res.toolchain else DOUBLE_DIR
+    toolchain = toolchain_dir_of(res) if res.toolchain else DOUBLE_DIR
     assert entries[0] == str(toolchain / "lib" / "lean")  # the toolchain first
     assert entries[1:] == [str(Path(res.package_dir or "") / "verdict" / "lib")]
     assert "package" not in lean_path and ".lake" not in lean_path

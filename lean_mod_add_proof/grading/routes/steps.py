@@ -111,7 +111,7 @@ async def locate(g: Grade) -> CommandEnv:
     found = await asyncio.to_thread(locate_toolchain, config.toolchain_dir, None, config.lean_toolchain)
     if not isinstance(found, Toolchain):
         raise not_judged("toolchain", f"Lean toolchain not found: {found.reason}; {found.fix}")
-    g.result.toolchain = f"{found.dir} ({found.version})"
+    g.result.toolchain = found.label  # the double with its banner first: it must not pass for Lean
     probe = None if config.sandbox == "off" else await asyncio.to_thread(probe_sandbox)
     use, error = decide_sandbox(config.sandbox, probe)
     if error is not None:
