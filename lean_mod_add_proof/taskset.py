@@ -341,6 +341,9 @@ def unjudged_summary() -> str | None:
 def _print_unjudged_summary() -> None:
     line = unjudged_summary()
     if line is not None:
+        # A blank line first: vf-eval's dashboard ends with its own notice (vf-eval will be
+        # deprecated ...), which this line otherwise read as the end of (issue 41).
+        print(file=sys.stderr)
         notice(line)
 
 

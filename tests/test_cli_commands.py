@@ -4,6 +4,7 @@ what the wheel and the sdist carry."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -441,3 +442,102 @@ def test_the_demo_table_never_cuts_a_task_id_at_80_columns() -> None:
     console.print(results_table([{**_row(), "task": "p05_h08_s0"}, {**_row(), "task": "p23_h32_s2"}]))
     text = console.export_text()
     assert "p05_h08_s0" in text and "p23_h32_s2" in text, text
+
+
+# ---- issue 41: the stumbles of a first hour ---------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["doctor", "calibrate", "warm-cache", "lean-check"])
+def test_commands_that_grade_on_the_host_refuse_grade_in(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--grade-in` was accepted and silently ignored: these commands always run here."""
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--grade-in", "runtime"])
+    assert exited.value.code == EXIT_USAGE
+    assert "unrecognized arguments: --grade-in runtime" in capsys.readouterr().err
+
+
+def test_grade_says_what_grade_in_means_for_it() -> None:
+    grade = _subcommands()["grade"]
+    (action,) = [a for a in grade._actions if a.dest == "grade_in"]
+    assert "inside a rollout's runtime box" in (action.help or "") and "re-hashed" in (action.help or "")
+
+
+def test_quiet_works_after_the_command_too(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from lean_mod_add_proof.grading.steps_log import PACKAGE_LOGGER
+
+    main(["doctor", "--json", "--quiet"])
+    assert logging.getLogger(PACKAGE_LOGGER).level == logging.WARNING
+    main(["doctor", "--json"])
+    assert logging.getLogger(PACKAGE_LOGGER).level == logging.INFO
+    main(["--quiet", "doctor", "--json"])  # (before it, as before)
+    assert logging.getLogger(PACKAGE_LOGGER).level == logging.WARNING
+    capsys.readouterr()
+
+
+def test_a_bare_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    for name in ("grade", "doctor", "tasks", "install-lean", "lean-check", "docs"):
+        assert f"\n    {name} " in err or f"\n    {name}\n" in err, err
+    assert err.rstrip().splitlines()[-1].startswith(ERROR_PREFIX)
+
+
+def test_an_invalid_choice_is_one_line_like_a_bad_number(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["doctor", "--sandbox", "sometimes"])
+    assert exited.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"{ERROR_PREFIX}doctor: argument --sandbox: invalid choice: 'sometimes' "
+        "(choose from 'auto', 'on', 'off') (see `lean-mod-add-proof doctor --help`)"
+    ], err
+    assert main(["doctor", "--timeout-s", "-1"]) == EXIT_USAGE
+    assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+def test_grade_and_guard_read_standard_input(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from helpers import submission
+
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "ELAN_HOME": str(tmp_path / "no-elan")}
+    env.pop("LEAN_MOD_ADD_PROOF_TOOLCHAIN", None)
+    cli = [sys.executable, "-m", "lean_mod_add_proof.cli"]
+    guard = subprocess.run([*cli, "guard", "-"], input=submission(), capture_output=True, text=True, env=env)
+    assert guard.returncode == EXIT_OK and "guard: -: passed" in guard.stdout, guard.stderr
+    grade = subprocess.run(
+        [*cli, "grade", "p05_h08_s0", "-", "--json"],
+        input=submission(),
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    result = json.loads(grade.stdout)  # read from stdin and graded: no Lean here, so not judged
+    assert grade.returncode == EXIT_NOT_JUDGED and result["guard_passed"] is True, grade.stderr
+    binary = subprocess.run([*cli, "guard", "-"], input=b"\xff\xfe", capture_output=True, env=env)
+    assert binary.returncode == EXIT_USAGE and b"standard input is not UTF-8" in binary.stderr
+
+
+def test_the_judges_start_up_check_is_named_as_such() -> None:
+    from lean_mod_add_proof.cli.grading import command_note
+    from lean_mod_add_proof.grading.result import CommandRecord
+
+    def record(*argv: str) -> CommandRecord:
+        return CommandRecord(
+            stage="leanchecker",
+            argv=list(argv),
+            exit_code=1,
+            seconds=0.0,
+            output_tail="",
+            output_bytes=0,
+            truncated=False,
+        )
+
+    assert "start-up check" in command_note(record("/cache/judge-x/package/judge"))
+    assert command_note(record("/cache/judge-x/package/judge", "--export", "x.ndjson")) == ""
+    assert command_note(record("/toolchain/bin/lean", "--version")) == ""

@@ -687,6 +687,19 @@ def test_the_summary_at_exit_names_the_reason_and_where_it_is(
     assert "First reason: Lean toolchain not found" in line
 
 
+def test_the_summary_at_exit_stands_apart_from_the_dashboards_last_notice(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: printed right under vf-eval's own closing notice, it read as part of it."""
+    import lean_mod_add_proof.taskset as module
+
+    monkeypatch.setattr(module, "_unjudged", {"could not judge: no Lean": 1})
+    monkeypatch.setattr(module, "_unjudged_policy", {"could not judge: no Lean": "raise"})
+    module._print_unjudged_summary()
+    err = capsys.readouterr().err
+    assert err.startswith("\nlean-mod-add-proof: 1 grade(s) could not judge"), repr(err)
+
+
 def _env(tasks_dir: Path, runtime: str, **task: object) -> LeanEnv:
     cfg = vf.resolve_env_config(
         {

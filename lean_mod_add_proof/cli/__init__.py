@@ -28,13 +28,16 @@ from lean_mod_add_proof.cli.exits import (
     EXIT_HELP_NO_LEAN,
     EXIT_INTERRUPTED,
     EXIT_PROBLEM,
+    EXIT_USAGE,
     INTERRUPTED_LINE,
     CliParser,
+    print_error,
 )
 from lean_mod_add_proof.cli.output import readers_may_leave
 from lean_mod_add_proof.grading.steps_log import LOG_FORMAT, LOG_TIME_FORMAT, PACKAGE_LOGGER
 
 DISTRIBUTION = "lean-mod-add-proof"
+QUIET_HELP = "no log lines for long steps (self-test, builds, each task) on stderr; warnings still shown"
 
 
 class StderrLines(logging.StreamHandler):
@@ -85,17 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_HELP,
     )
     parser.add_argument("--version", action="version", version=version_text())
-    parser.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no log lines for long steps (self-test, builds, each task) on stderr; warnings still shown",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CliParser)
+    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
+    # Not `required`: a bare command prints the list of commands (argparse's own error named
+    # none of them, issue 41).
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
     for module in (tasks, grading, doctor, calibrate, baseline, setup, warmcache, leancheck, configs, docs):
         module.register(commands)
     for name, sub in commands.choices.items():
         note = EXIT_HELP_NO_LEAN if name in COMMANDS_WITHOUT_LEAN else EXIT_HELP
         sub.epilog = f"{sub.epilog}\n\n{note}" if sub.epilog else note
+        # After the command as well as before it; SUPPRESS keeps a --quiet given before it.
+        sub.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help=QUIET_HELP)
     return parser
 
 
@@ -106,7 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with readers_may_leave():
             try:
-                args = build_parser().parse_args(argv)
+                parser = build_parser()
+                args = parser.parse_args(argv)
+                if args.command is None:
+                    parser.print_help(sys.stderr)
+                    print(file=sys.stderr)
+                    print_error("no command given: name one of the commands above")
+                    return EXIT_USAGE
                 configure_logging(args.quiet)
                 return int(args.handler(args) or 0)
             except KeyboardInterrupt:

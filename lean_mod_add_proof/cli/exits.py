@@ -70,10 +70,12 @@ def print_error(message: str, details: str = "") -> None:
 
 class CliParser(argparse.ArgumentParser):
     """argparse with the same error prefix as the commands' own errors (argparse's own would be
-    `lean-mod-add-proof grade: error: ...`); the exit code stays argparse's 2 (EXIT_USAGE)."""
+    `lean-mod-add-proof grade: error: ...`), on one line like them: no usage block first (for
+    `grade` it ran to dozens of lines, where a bad number got one line; issue 41), and where the
+    usage is. The exit code stays argparse's 2 (EXIT_USAGE)."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
         command = self.prog.removeprefix("lean-mod-add-proof").strip()
-        print_error(f"{command}: {message}" if command else message)
+        where = f" (see `{self.prog} --help`)"
+        print_error((f"{command}: {message}" if command else message) + where)
         raise SystemExit(EXIT_USAGE)

@@ -27,14 +27,21 @@ DOUBLE_EXPLAINED = (
 )
 
 
+#: The FILE argument that means standard input (`grade TASK -`, `guard -`).
+STDIN = Path("-")
+
+
 def _read_utf8(path: Path) -> str:
-    """The file as text; raises ValueError with a one-line message for I/O and encoding errors."""
+    """The file (`-`: standard input) as text; raises ValueError with a one-line message for I/O
+    and encoding errors."""
     try:
-        return path.read_bytes().decode("utf-8")
+        data = sys.stdin.buffer.read() if path == STDIN else path.read_bytes()
+        return data.decode("utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 (byte {exc.start})") from None
+        name = "standard input" if path == STDIN else str(path)
+        raise ValueError(f"{name} is not UTF-8 (byte {exc.start})") from None
 
 
 # ---- guard -------------------------------------------------------------------------------------
@@ -101,6 +108,17 @@ def grade_task_for(task_id: str, tasks_dir: Path, weights_sha256: str | None = N
     )
 
 
+def command_note(record: Any) -> str:
+    """What a command line alone does not say (pure): the compiled judge's start-up check, run
+    once per process with no arguments, where refusing them (exit 1) is the right answer
+    (grading/native_judge.py) and no verdict."""
+    from lean_mod_add_proof.grading.native_judge import EXECUTABLE
+
+    if len(record.argv) == 1 and Path(record.argv[0]).name == EXECUTABLE:
+        return " (the compiled judge's start-up check: without arguments it must refuse, exit 1)"
+    return ""
+
+
 def result_json(result: Any) -> dict[str, Any]:
     """What `grade --json` prints: the whole GradeResult, except that `reward` is null when no
     verdict was reached, so that a script reading `reward` cannot count a grade that could not
@@ -138,6 +156,8 @@ def _usage_error(args: argparse.Namespace, message: str, hint: str = "") -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from lean_mod_add_proof.dataset.tasks import TaskSetError
     from lean_mod_add_proof.grading.grader import grade, grade_reply
 
@@ -166,7 +186,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         code = "killed" if rec.exit_code is None else f"exit {rec.exit_code}"
         if rec.signal is not None:
             code = f"signal {rec.signal}"
-        console.print(f"  [dim]{' '.join(rec.argv)}: {code}, {rec.seconds:.2f} s[/]", highlight=False)
+        line = f"{' '.join(rec.argv)}: {code}, {rec.seconds:.2f} s{command_note(rec)}"
+        console.print(f"  [dim]{escape(line)}[/]", highlight=False)  # a `[` in a path is no markup
     if not result.accepted and result.commands and result.commands[-1].output_tail.strip():
         console.print("[dim]--- output tail of the last command ---[/]")
         console.print(result.commands[-1].output_tail[-2000:], markup=False, highlight=False)
@@ -194,7 +215,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the text guard on a Submission.lean file",
         description="Exit 0: passed; 1: rejected; 2: the file cannot be read.",
     )
-    p.add_argument("file", type=Path, help="the Submission.lean to check")
+    p.add_argument("file", type=Path, help="the Submission.lean to check (`-`: read it from standard input)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(handler=cmd_guard)
 
@@ -204,7 +225,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Exit 0: accepted; 1: rejected; 2: usage error; 3: could not judge (no verdict).",
     )
     p.add_argument("task_id", help=TASK_ID_HELP)
-    p.add_argument("file", type=Path, help="the Submission.lean, or with --reply a whole model reply")
+    p.add_argument(
+        "file",
+        type=Path,
+        help="the Submission.lean, or with --reply a whole model reply (`-`: read it from standard input)",
+    )
     p.add_argument("--reply", action="store_true", help="FILE is a model reply: take its ```lean block")
     p.add_argument(
         "--tasks-dir",
@@ -216,5 +241,5 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--weights-sha256", default=None, help="refuse unless the task's Weights.lean has this hash"
     )
     p.add_argument("--json", action="store_true", help="print the full GradeResult as JSON on stdout")
-    add_grader_flags(p)
+    add_grader_flags(p, in_runtime_box=True)
     p.set_defaults(handler=cmd_grade)

@@ -27,12 +27,24 @@ def _base_type(annotation: Any) -> Any:
     return annotation
 
 
-def add_grader_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+#: What `--grade-in` means for `grade`, the one command that can run inside a rollout's box.
+GRADE_IN_HELP = (
+    "`runtime` only where this grade runs inside a rollout's runtime box (the taskset passes it "
+    "with grade_in=runtime): the toolchain's bin/ is then re-hashed before every grade; `host` "
+    "otherwise (default: host)"
+)
+
+
+def add_grader_flags(
+    parser: argparse.ArgumentParser, skip: tuple[str, ...] = (), *, in_runtime_box: bool = False
+) -> None:
     """One flag per grader setting. Values are validated by GraderConfig, not by argparse, so a
-    bad value gets the same message here as everywhere else (see `config_from_args`)."""
+    bad value gets the same message here as everywhere else (see `config_from_args`). `grade_in`
+    only for a command that may itself be the grader in a rollout's box (`in_runtime_box`:
+    `grade`); every other command grades here, and a flag it would ignore is refused (issue 41)."""
     group = parser.add_argument_group("grader settings")
     for name, field in GraderSettings.model_fields.items():
-        if name in skip:
+        if name in skip or (name == "grade_in" and not in_runtime_box):
             continue
         kind = _base_type(field.annotation)
         default = field.default
@@ -51,7 +63,7 @@ def add_grader_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()
             continue
         if typing.get_origin(kind) is Literal:
             choices = typing.get_args(kind)
-            help_text += f" (default: {default})"
+            help_text = GRADE_IN_HELP if name == "grade_in" else help_text + f" (default: {default})"
             group.add_argument(flag_name(name), dest=name, choices=choices, default=None, help=help_text)
             continue
         metavar = {int: "N", float: "SECONDS" if name.endswith("_s") else "X", Path: "DIR"}.get(kind, "VALUE")
