@@ -34,6 +34,47 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(TEST_HOME, ignore_errors=True)
 
 
+#: `make test-quick` (`pytest -m quick`): the modules that start no grade, no CLI command, no
+#: vf-eval and no server, less their `time_is_linear` tests (seconds each, and what `make mutate`
+#: leaves out too). docs/development.md says what this leaves out and how long it takes.
+QUICK_MODULES = frozenset(
+    {
+        "test_allowlists",
+        "test_axioms",
+        "test_axioms_reasons",
+        "test_dataset_cost",
+        "test_dataset_generator",
+        "test_dataset_network",
+        "test_dataset_weights",
+        "test_docs",
+        "test_export_text",
+        "test_extract",
+        "test_feedback",
+        "test_grading_layout",
+        "test_guard",
+        "test_guard_lexer",
+        "test_guard_redteam",
+        "test_judge_protocol",
+        "test_judge_source",
+        "test_kernels_unit",
+        "test_lean_audit",
+        "test_messages",
+        "test_network_cost",
+        "test_oserrors",
+        "test_result_flags",
+        "test_sandbox_argv",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    quick = pytest.mark.quick
+    for item in items:
+        module = item.path.stem
+        if module in QUICK_MODULES and "time_is_linear" not in item.name and "wheel" not in item.name:
+            item.add_marker(quick)
+
+
 #: This run's marker (leftovers.py); pytest's start time, in clock ticks since boot.
 _RUN_MARKER = os.environ[leftovers.RUN_MARKER_VAR] = uuid.uuid4().hex
 _RUN_STARTED = leftovers.read_stat(os.getpid()).start_ticks  # type: ignore[union-attr]
