@@ -5,9 +5,11 @@ small training tasks with the taskset's default env (null harness, subprocess ru
 prints one row per rollout from traces.jsonl and stops the server. The run uses the taskset's
 default `on_grader_error=raise`, as training does: without a Lean toolchain vf-eval records each
 rollout as errored (`GraderUnavailable`, reason in `traces[i].errors[j].message`, no reward), which
-is what the README promises (a host fault is never a 0.0). The table then shows reward "—", the
-same as the traces and vf-eval's log, and the demo says how to install Lean. (`zero` would record
-0.0 in the traces and vf-eval's log, a number that reads as a rejection.)
+is what the README promises (a host fault is never a 0.0). The table then shows reward "—", as
+the traces have it (`"kernel_accepts": null`), and the demo says how to install Lean. vf-eval's own
+log line still prints `reward=0.000 ... stop=GraderUnavailable` for such a rollout: verifiers sums
+the rewards that were scored (none), and `stop=` names the error (docs/operations.md). (`zero`
+would record 0.0 in the traces too, a number that reads as a rejection.)
 
 Exit status: 0 when vf-eval ran and wrote traces (whatever the rewards), non-zero otherwise.
 """

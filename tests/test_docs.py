@@ -115,5 +115,35 @@ def test_the_built_wheel_carries_the_docs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for page in ["README.md", *(p.name for p in (ROOT / "docs").glob("*.md"))]:
+    for page in ["README.md", "container.md", *(p.name for p in (ROOT / "docs").glob("*.md"))]:
         assert f"lean_mod_add_proof/docs/{page}" in names, page
+
+
+def test_docs_topics_are_any_case_and_include_the_container_page(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41: `docs Grading` was refused, and container/README.md was no topic."""
+    from lean_mod_add_proof.cli import main
+
+    assert main(["docs", "Grading"]) == 0
+    assert capsys.readouterr().out == (ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
+    assert main(["docs", "readme.md"]) == 0
+    assert capsys.readouterr().out == (ROOT / "README.md").read_text(encoding="utf-8")
+    assert main(["docs", "CONTAINER"]) == 0
+    assert capsys.readouterr().out == (ROOT / "container" / "README.md").read_text(encoding="utf-8")
+    assert main(["docs"]) == 0
+    assert "container" in capsys.readouterr().out
+
+
+def test_the_readme_and_operations_list_every_docs_topic() -> None:
+    from lean_mod_add_proof.cli.docs import docs_dir, topics
+
+    folder = docs_dir()
+    assert folder is not None
+    for page in ("README.md", "docs/operations.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        missing = [name for name in topics(folder) if f"`{name}`" not in text]
+        assert missing == [], page
+
+
+def test_the_wheel_names_the_container_page() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"container/README.md" = "lean_mod_add_proof/docs/container.md"' in pyproject

@@ -19,12 +19,22 @@ def docs_dir() -> Path | None:
 
 
 def topics(folder: Path) -> dict[str, Path]:
-    """topic name -> page: `README` and every docs/*.md (pure but for the listing)."""
-    pages = {p.stem: p for p in sorted(folder.glob("*.md"))}
+    """topic name -> page: `README`, every docs/*.md and `container` (container/README.md, which
+    the wheel carries as docs/container.md) (pure but for the listing)."""
+    pages = {p.stem: p for p in sorted(folder.glob("*.md")) if p.name != "README.md"}
     readme = folder / "README.md" if (folder / "README.md").is_file() else folder.parent / "README.md"
     if readme.is_file():
         pages["README"] = readme
+    container = folder.parent / "container" / "README.md"
+    if "container" not in pages and container.is_file():
+        pages["container"] = container
     return pages
+
+
+def find_topic(pages: dict[str, Path], asked: str) -> Path | None:
+    """The page `asked` names, in any case and with or without `.md` (pure)."""
+    wanted = asked.removesuffix(".md").removesuffix(".MD").lower()
+    return next((page for name, page in pages.items() if name.lower() == wanted), None)
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
@@ -38,7 +48,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
         for name, page in sorted(pages.items()):
             print(f"  {name:<14} {page}")
         return EXIT_OK
-    page = pages.get(args.topic.removesuffix(".md"))
+    page = find_topic(pages, args.topic)
     if page is None:
         print_error(f"docs: no topic {args.topic!r}; topics: {', '.join(sorted(pages))}")
         return EXIT_USAGE
@@ -48,5 +58,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("docs", help="list the docs, or print one (README, grading, trust-model, ...)")
-    p.add_argument("topic", nargs="?", default=None, help="the page to print, e.g. grading; none: list them")
+    p.add_argument(
+        "topic", nargs="?", default=None, help="the page to print, e.g. grading (any case); none: list them"
+    )
     p.set_defaults(handler=cmd_docs)
