@@ -145,3 +145,9 @@ def test_the_demo_names_the_double() -> None:
     assert "0 of 1 rollouts accepted by the kernel." in text
     assert "1 of 1 rollouts accepted by the TOOLCHAIN DOUBLE, not by Lean." in text
     assert f"one row per rollout ({DOUBLE_BANNER})" in text
+
+
+def test_warm_cache_names_the_double(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--tasks-dir", str(_tasks(tmp_path)), "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"]
+    assert main(["warm-cache", *flags, "--cache-dir", str(tmp_path / "c")]) == 0
+    assert f"with {DOUBLE_BANNER}: {DOUBLE_DIR} (" in capsys.readouterr().out

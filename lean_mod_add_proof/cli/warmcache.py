@@ -102,7 +102,7 @@ def cmd_warm_cache(args: argparse.Namespace) -> int:
     config, records, found = started
     cache_root = cachemod.cache_root(config.cache_dir)
     console.print(
-        f"warming {len(records)} task(s) into {cache_root} with {found.version} (sandbox={config.sandbox})",
+        f"warming {len(records)} task(s) into {cache_root} with {found.label} (sandbox={config.sandbox})",
         highlight=False,
     )
     columns = (
