@@ -154,6 +154,7 @@ def test_the_wheel_ships_the_configs_and_the_sdist_no_local_state() -> None:
         "configs": "lean_mod_add_proof/configs",
         "docs": "lean_mod_add_proof/docs",
         "README.md": "lean_mod_add_proof/docs/README.md",
+        "container/README.md": "lean_mod_add_proof/docs/container.md",
     }
     assert ".hypothesis" in hatch["sdist"]["exclude"]
     from lean_mod_add_proof.cli.configs import PACKAGED_CONFIGS

@@ -55,7 +55,8 @@ def test_grade_prints_every_command_and_the_reason_whole_into_a_pipe(tmp_path: P
     for command in result["commands"]:  # each command on one line, its argv whole
         argv = " ".join(command["argv"])
         assert any(line.strip().startswith(argv + ":") for line in lines), (argv, done.stdout)
-    (verdict,) = [line for line in lines if line.startswith(("ACCEPTED", "REJECTED", "COULD NOT JUDGE"))]
+    verdicts = ("ACCEPTED (reward", "REJECTED at", "COULD NOT JUDGE (")
+    (verdict,) = [line for line in lines if any(word in line for word in verdicts)]
     assert str(DOUBLE_DIR) in verdict  # the toolchain's path, unbroken
     assert "\x1b[" not in done.stdout  # no colour codes in a pipe
 
