@@ -351,7 +351,11 @@ async def test_immutable_file_inside_corrupt_entry_still_frees_the_name(tmp_path
         assert rebuilt.status == "built"
         (trash,) = [root / n for n in temp_dirs(root)]  # left for sweep_dead, owned by us
         assert trash.name.startswith(".trash-" + workdirs.owner_tag() + "-")
-        assert workdirs.sweep_dead(None, root) == []  # we are alive: not swept
+        # A private, empty work root: with None the sweep reads (and clears) the system temp
+        # dir, where another run's dead owner's directory may lie (seen on CI, issue 41).
+        work_root = tmp_path / "work"
+        work_root.mkdir()
+        assert workdirs.sweep_dead(work_root, root) == []  # we are alive: not swept
     finally:
         for p in root.glob(".trash-*/package/" + OLEANS + "/Weights.olean"):
             _chattr("-i", p)

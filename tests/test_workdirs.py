@@ -431,15 +431,17 @@ def test_a_dead_owners_trash_that_a_live_grade_holds_is_left_until_released(tmp_
     (trash / "package").mkdir(parents=True)
     (trash / "package" / "Network.olean").write_bytes(b"still read")
     assert workdirs.owner_is_dead(*(workdirs.parse_owner(trash.name, workdirs.CACHE_TEMP_PREFIXES) or ()))
+    work_root = tmp_path / "work"  # private: the system temp dir may hold others' dead owners
+    work_root.mkdir()
     reader = os.open(trash, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(reader, fcntl.LOCK_SH)
-        assert workdirs.sweep_dead(None, cache) == []
+        assert workdirs.sweep_dead(work_root, cache) == []
         assert not workdirs.remove_unless_pinned(trash)
         assert (trash / "package" / "Network.olean").read_bytes() == b"still read"
     finally:
         os.close(reader)
-    assert workdirs.sweep_dead(None, cache) == [trash]
+    assert workdirs.sweep_dead(work_root, cache) == [trash]
     assert not os.path.lexists(trash)
     assert workdirs.remove_unless_pinned(trash)  # nothing there: done
 
