@@ -23,6 +23,15 @@ REAL_HOME = Path.home()
 os.environ.setdefault("ELAN_HOME", str(REAL_HOME / ".elan"))
 TEST_HOME = Path(tempfile.mkdtemp(prefix="lean-mod-add-proof-test-home-"))
 os.environ["HOME"] = str(TEST_HOME)
+#: The XDG base directories, which uv (its data: managed Pythons, tools; its cache were
+#: UV_CACHE_DIR unset) and other tools following the XDG spec read before HOME when they are set
+#: (https://docs.astral.sh/uv/reference/storage): a user who sets them would still be written to.
+TEST_XDG = {
+    "XDG_CACHE_HOME": TEST_HOME / ".cache",
+    "XDG_DATA_HOME": TEST_HOME / ".local" / "share",
+    "XDG_STATE_HOME": TEST_HOME / ".local" / "state",
+}
+os.environ.update({name: str(path) for name, path in TEST_XDG.items()})
 TEST_UV_CACHE = Path(
     os.environ.get("LEAN_MOD_ADD_PROOF_TEST_UV_CACHE")
     or Path(__file__).resolve().parent.parent / ".test-cache" / "uv"

@@ -21,6 +21,8 @@ def test_home_and_the_caches_under_it_are_the_runs_own() -> None:
     assert Path.home() == conftest.TEST_HOME != real
     assert paths.CACHE_DIR == conftest.TEST_HOME / ".cache" / "verifiers"
     assert Path(os.environ["UV_CACHE_DIR"]) == conftest.TEST_UV_CACHE != real / ".cache" / "uv"
+    for name, path in conftest.TEST_XDG.items():
+        assert Path(os.environ[name]) == path and path.is_relative_to(conftest.TEST_HOME)
 
 
 def test_a_child_process_sees_the_same() -> None:
