@@ -258,6 +258,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from lean_mod_add_proof.cli.output import console, is_terminal
+
     approx = "" if tokenizer.exact else "≈"
     notes = [
         f"prompt tokens: system + user prompt, by {tokenizer.name}"
@@ -280,10 +282,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         )
     where = f"split={args.split}" + ("" if args.max_p is None else f", max_p={args.max_p}")
     # A light box and short headers so that the rows fit 80 columns (`tasks | cat`); no cell wraps
-    # or shortens, the ids least of all: other commands take them (`prompt ID`, `--task ID`).
+    # or shortens, the ids least of all: other commands take them (`prompt ID`, `--task ID`). The
+    # title and the notes are lines of their own, never wrapped off a terminal (issue 41: as the
+    # table's caption, rich's 80-column wrap lost a letter at each break, and broke the path).
     table = Table(
-        title=f"{len(records)} task(s) in {args.tasks_dir} ({where})",
-        caption="\n".join(notes),
         box=box.SIMPLE_HEAD,
         padding=(0, 0, 0, 1),
         pad_edge=False,
@@ -321,17 +323,22 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         table.add_column(header, justify="left" if header in ("id", "split") else "right", min_width=widest)
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
     from lean_mod_add_proof.grading.kernels import CHECKERS  # issue 36: what `kernels = all` costs
 
     factors = ", ".join(f"{c.name} {c.time_factor:g}x" for c in CHECKERS)
-    Console().print(
+    notes.append(
         f"kernels=all adds, after the judge, one CPU budget per checker of its factor x the official "
         f"replay's CPU seconds ({factors}; never under timeout_s): at worst "
         f"{sum(c.time_factor for c in CHECKERS):g} x timeout_s CPU seconds more per grade, about as "
-        "many seconds on a free core (docs/grading.md)",
-        highlight=False,
+        "many seconds on a free core (docs/grading.md)"
     )
+    out = console()
+    out.print(f"{len(records)} task(s) in {args.tasks_dir} ({where})", markup=False, highlight=False)
+    # Off a terminal the rows keep rich's own width ($COLUMNS, else 80: a header wraps first).
+    rows_out = out if is_terminal() else Console(no_color=True, highlight=False)
+    rows_out.print(table)
+    for note in notes:
+        out.print(note, markup=False, highlight=False)
     return 0
 
 
