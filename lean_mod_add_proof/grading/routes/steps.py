@@ -53,7 +53,7 @@ from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 #: What Lean prints for ENOSPC: `IO.Error.toString` (lean4 src/Init/System/IOError.lean) over
 #: `lean_decode_io_error` (src/runtime/io.cpp: ENOSPC is "resource exhausted"), as read in
-#: /work/notes/first-contact.md section (b). Text the submission can print too: it counts only
+#: docs/readings/first-contact.md section (b). Text the submission can print too: it counts only
 #: beside a disk that really was low (`ENOSPC_MARK_BYTES`).
 LEAN_ENOSPC = "resource exhausted (error code: 28, no space left on device)"
 #: Set by the grader on the build's command line, never by the submission (the guard bans
