@@ -41,6 +41,7 @@ from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.process import CommandOutcome
 from lean_mod_add_proof.grading.process import commands as commandsmod
 from lean_mod_add_proof.grading.process import output as outputmod
+from lean_mod_add_proof.grading.process import watcher as watchermod
 from lean_mod_add_proof.grading.routes import core, steps
 
 TESTS = Path(__file__).resolve().parent
@@ -714,10 +715,39 @@ async def test_a_build_stopped_by_the_cpu_backstop_is_that_caps_verdict(
     """With the backstop made small, the real kernel's SIGXCPU ends the build: a verdict naming
     the CPU cap, not a SIGKILL from outside."""
     assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # prebuilt at full limits
-    monkeypatch.setattr(commandsmod, "cpu_limits", lambda remaining, threads: (2, 4))
+    monkeypatch.setattr(commandsmod, "cpu_limits", lambda remaining, threads: 2)
     res = await run_double(submission("build burn 1 120"), tmp_path, sandbox=mode)
     assert res.judged and res.failed_stage == "build", res.reason
     assert "stopped: CPU time cap exceeded (2 CPU seconds in one process)" in res.reason, res.reason
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_build_that_catches_sigxcpu_runs_to_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The review of the signal filter, finding 5: a build catching SIGXCPU (Lean code can, with
+    `Std.Internal.IO.Async.Signal`) ran on to RLIMIT_CPU's hard limit, whose SIGKILL was told
+    from a SIGKILL from outside only if the watcher had seen a process near the soft limit; on a
+    many-core host a build of many spinning threads crosses that window between two looks.
+    Injected here: the watcher sees no CPU time (its stat reads 0), and the backstop is made
+    small. The kernel's SIGKILL was then "could not judge: ... SIGKILL from outside the grader"
+    with the signal filter, and "a SIGKILL that neither the grader nor the OOM killer sent"
+    without. With no hard limit the kernel only repeats SIGXCPU: the build runs to its deadline,
+    the timeout verdict."""
+    assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # prebuilt at full limits
+    real_stat = watchermod._stat
+
+    def blind_to_cpu(pid: int) -> tuple[int, int, int, bool, int] | None:
+        st = real_stat(pid)
+        return None if st is None else (*st[:4], 0)
+
+    monkeypatch.setattr(watchermod, "_stat", blind_to_cpu)
+    monkeypatch.setattr(commandsmod, "cpu_limits", lambda remaining, threads: 3)
+    res = await run_double(
+        submission("build burn 2 120 catch-xcpu exec"), tmp_path, sandbox=mode, timeout_s=20.0, threads=2
+    )
+    assert res.judged and res.failed_stage == "build", res.reason
+    assert "timed out" in res.reason and "SIGKILL" not in res.reason, res.reason
 
 
 @needs_bwrap

@@ -35,16 +35,18 @@ Caps (`Limits`), checked by polling:
 - file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write with SIGXFSZ);
 - CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only. RLIMIT_CPU
   counts each process's CPU time over all its threads, so it is sized from the deadline times
-  the threads a process may use (`cpu_limits`), with the soft limit below the hard one: the kernel
-  sends SIGXCPU at the soft limit (once a second after it) and SIGKILL only at the hard one. No
-  RLIMIT_AS at all with `Limits.address_space_cap` off (`lake comparator`, see routes/comparator/run.py).
+  the threads a process may use (`cpu_limits`). Only its soft limit is set (the hard one is
+  unlimited): the kernel sends SIGXCPU at it and once a CPU second after, and never SIGKILL, so
+  a process that catches SIGXCPU runs on to the deadline and gets the timeout (a hard limit's
+  SIGKILL could be told from one from outside only by catching the process near the soft limit
+  between two looks, which a many-threaded build on a many-core host outruns). No RLIMIT_AS at
+  all with `Limits.address_space_cap` off (`lake comparator`, see routes/comparator/run.py).
 When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why,
 in exactly one of these forms: `memory cap exceeded (N MiB > M MiB)`,
 `process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`,
-`file cap exceeded (more than N directory entries)`. A command ended by the CPU backstop (killed by
-SIGXCPU, or by any signal once a process of its tree was seen at its soft limit) gets
-`CPU time cap exceeded (N CPU seconds in one process)`: it is the kernel's kill for the cap, not a
-SIGKILL from outside.
+`file cap exceeded (more than N directory entries)`. A command killed by SIGXCPU, the CPU
+backstop's signal, gets `CPU time cap exceeded (N CPU seconds in one process)`: the kernel's
+kill for the cap, not a signal from outside.
 
 Residual limits (say these plainly wherever the caps are described):
 - Without the sandbox, a process that leaves the command's tree before any look has seen it
@@ -131,7 +133,7 @@ one way: from /proc up to `run_command`.
   ancestors) and the two kills (one process by pid and start time; a process group).
 - limits.py: `Limits`; the `prlimit` wrapper and its CPU backstop (`prlimit_argv`,
   `cpu_limits`, `cpu_cap_reason`, `find_prlimit`); the disk walk (`disk_and_entries`);
-  `oom_kill_count`. Uses proc (the clock tick).
+  `oom_kill_count`. Imports nothing of the package.
 - faults.py: `HostFault` and `host_fault_reason`; the spawn's errnos; bwrap's status document
   (`sandbox_exit_code`).
 - markers.py: a run's marker (`TREE_ENV_VAR`, its token, `scope_tag`) and the sweep of what a
@@ -164,9 +166,7 @@ from lean_mod_add_proof.grading.process.commands import (
 from lean_mod_add_proof.grading.process.faults import HostFault, host_fault_reason, sandbox_exit_code
 from lean_mod_add_proof.grading.process.limits import (
     ADDRESS_SPACE_BACKSTOP_MB,
-    CPU_HARD_GAP_S,
     CPU_PER_THREAD,
-    CPU_SEEN_MARGIN_S,
     CPU_SLACK_S,
     ENTRY_MIN_BYTES,
     UNREADABLE_BYTES,
@@ -191,9 +191,7 @@ from lean_mod_add_proof.grading.process.watcher import (
 
 __all__ = [
     "ADDRESS_SPACE_BACKSTOP_MB",
-    "CPU_HARD_GAP_S",
     "CPU_PER_THREAD",
-    "CPU_SEEN_MARGIN_S",
     "CPU_SLACK_S",
     "DISK_POLL_S",
     "DRAIN_AFTER_KILL_S",

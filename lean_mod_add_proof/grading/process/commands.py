@@ -375,9 +375,7 @@ async def _watch(
         exit_code = None  # killed by the grader (or it exited just as the deadline passed)
     limit_exceeded = watcher.reason
     if limit_exceeded is None and not timed_out and limits is not None:
-        limit_exceeded = cpu_cap_reason(
-            signum, watcher.peak_cpu_ticks, cpu_limits(remaining, limits.cpu_threads)
-        )
+        limit_exceeded = cpu_cap_reason(signum, cpu_limits(remaining, limits.cpu_threads))
     text = capture.text()
     record = CommandRecord(
         stage=stage,

@@ -124,8 +124,6 @@ class _Watcher:
         self.live: dict[int, tuple[int, bool]] = {}  # from the last poll: pid -> (ppid, zombie)
         self.not_before = spawned_ticks - 1  # nothing of the tree started earlier
         self.peak_rss = 0
-        self.peak_cpu_ticks = 0
-        """The most CPU time (clock ticks) any one process of the tree was seen to have used."""
         self.low_free_bytes: int | None = None
         self.low_free_inodes: int | None = None
         """The least free space and free inodes of the disk holding the first of
@@ -188,7 +186,6 @@ class _Watcher:
                 continue
             live[pid] = (st[0], st[3])
             rss += st[2]
-            self.peak_cpu_ticks = max(self.peak_cpu_ticks, st[4])
         if gone:
             with _discovery.lock:
                 for pid, start in gone:
