@@ -25,6 +25,7 @@ from lean_mod_add_proof.grading import process, sandbox
 from lean_mod_add_proof.grading.process import Limits, child_env, exit_status, find_prlimit, run_command
 from lean_mod_add_proof.grading.process import commands as commandsmod
 from lean_mod_add_proof.grading.process import discovery as discoverymod
+from lean_mod_add_proof.grading.process import limits as limitsmod
 from lean_mod_add_proof.grading.process import proc as procmod
 from lean_mod_add_proof.grading.process import watcher as watchermod
 
@@ -921,6 +922,89 @@ def test_the_cpu_cap_reason_is_sigxcpu_alone() -> None:
     assert process.cpu_cap_reason(24, 100) == "CPU time cap exceeded (100 CPU seconds in one process)"
     assert process.cpu_cap_reason(9, 100) is None  # no hard limit: a SIGKILL is never the cap's
     assert process.cpu_cap_reason(None, 100) is None  # it exited by itself
+
+
+# ---- files held open with no name left (the review of the signal filter, finding 4) ----------
+
+
+def _hold_removed(
+    python: str, mib: int, mark: str, *, fork: bool = False, tmpfile: bool = False
+) -> list[str]:
+    """A python that takes `mib` MiB for a file it removed (or made with O_TMPFILE) and keeps
+    open, optionally shared with a forked child, then sleeps `mark` seconds."""
+    code = (
+        "import os, time\n"
+        + (
+            "fd = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+            if tmpfile
+            else "fd = os.open('held', os.O_CREAT | os.O_RDWR, 0o600); os.unlink('held')\n"
+        )
+        + f"os.posix_fallocate(fd, 0, {mib} << 20)\n"
+        + ("os.fork()\n" if fork else "")
+        + f"time.sleep({mark})\n"
+    )
+    return [python, "-S", "-c", code]
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+@pytest.mark.parametrize("how", ["unlinked", "shared-by-a-fork", "o-tmpfile"])
+async def test_a_file_held_open_with_no_name_counts_in_the_disk_cap(
+    tmp_path: Path, sandboxed: bool, how: str
+) -> None:
+    """A 24 MiB file removed while open (or never named) is invisible to the disk walk but takes
+    its blocks until closed: under a 16 MiB disk cap it was not seen at all. It counts now, once
+    even when two processes hold it."""
+    mark = marker()
+    argv = _hold_removed(
+        python_for(sandboxed), 24, mark, fork=how == "shared-by-a-fork", tmpfile=how == "o-tmpfile"
+    )
+    out = await run(tmp_path, argv, sandboxed=sandboxed, lim=limits(tmp_path, max_disk_mb=16, max_file_mb=32))
+    assert out.limit_exceeded is not None, out
+    found = re.fullmatch(r"disk cap exceeded \((\d+) MiB > 16 MiB\)", out.limit_exceeded)
+    assert found and 24 <= int(found.group(1)) < 40, out.limit_exceeded  # once, not once per holder
+    assert left_over(mark) == []
+
+
+def test_held_deleted_counts_each_removed_file_once_on_the_given_disks_only(tmp_path: Path) -> None:
+    """The scan itself, on this process (which holds other removed files already: pytest's
+    capture files): a removed open file adds itself once for two descriptors, a named open file
+    adds nothing (the walk counts it), nor does anything on another disk."""
+    mib = 1 << 20
+    here = os.stat(tmp_path).st_dev
+    before = process.held_deleted([os.getpid()], {here})
+    removed = os.open(tmp_path / "r", os.O_CREAT | os.O_RDWR, 0o600)
+    os.unlink(tmp_path / "r")
+    os.posix_fallocate(removed, 0, 3 * mib)
+    again = os.dup(removed)
+    named = os.open(tmp_path / "n", os.O_CREAT | os.O_RDWR, 0o600)
+    os.posix_fallocate(named, 0, 5 * mib)
+    try:
+        held = process.held_deleted([os.getpid()], {here})
+        assert held.inodes == before.inodes + 1, (before, held)
+        assert 3 * mib <= held.bytes - before.bytes < 4 * mib, (before, held)
+        assert process.held_deleted([os.getpid()], {here + 1}) == process.HeldFiles(0, 0)
+    finally:
+        for fd in (removed, again, named):
+            os.close(fd)
+    assert process.held_deleted([os.getpid()], {here}) == before
+
+
+def test_descriptors_hidden_from_the_grader_are_over_every_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process of the grader's own user whose /proc/PID/fd cannot be read (made undumpable, as
+    seen by a grader that is not root) is hiding what it holds: over every cap, as a directory the
+    walk cannot read. Another user's (a setuid bwrap's monitor) is not the submission's."""
+    real = os.listdir
+
+    def refused(path: str) -> list[str]:
+        if path.startswith("/proc/") and path.endswith("/fd"):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", refused)
+    held = process.held_deleted([os.getpid()], {0})
+    assert held.bytes >= process.UNREADABLE_BYTES
+    monkeypatch.setattr(limitsmod, "_same_user", lambda pid: False)
+    assert process.held_deleted([os.getpid()], {0}).bytes == 0
 
 
 @pytest.mark.parametrize("sandboxed", MODES)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lean_mod_add_proof.grading.process.discovery import _discovery
+from lean_mod_add_proof.grading.process.disk import OwnUse
 from lean_mod_add_proof.grading.process.faults import (
     HostFault,
     _last_line,
@@ -71,9 +72,15 @@ class CommandOutcome:
     poll of the tree, so a process that lives less than `RSS_POLL_S` may be missed)."""
     low_free_bytes: int | None = None
     """The least free space (bytes available to the grader) of the disk holding the first of
-    `Limits.disk_paths`, seen at each poll while the command ran (None: no disk paths)."""
+    `Limits.disk_paths`, seen at each poll while the command ran (None: no disk paths). A
+    reading under `workdirs.ENOSPC_MARK_BYTES` counts only once confirmed: the disk still under
+    it after the grade's own usage was measured, and that usage within its caps (disk.py)."""
     low_free_inodes: int | None = None
-    """The same for free inodes (None also for a filesystem that counts none)."""
+    """The same for free inodes (None also for a filesystem that counts none); 0 only once
+    confirmed."""
+    low_own: OwnUse | None = None
+    """The grade's own usage (bytes and directory entries, the files its tree held with no name
+    left included) measured when a low reading was confirmed; None: none was."""
 
 
 def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str, str]:
@@ -377,6 +384,7 @@ async def _watch(
     if limit_exceeded is None and not timed_out and limits is not None:
         limit_exceeded = cpu_cap_reason(signum, cpu_limits(remaining, limits.cpu_threads))
     text = capture.text()
+    disk = watcher.disk
     record = CommandRecord(
         stage=stage,
         argv=shown,
@@ -395,6 +403,7 @@ async def _watch(
         peak_rss_mb=math.ceil(watcher.peak_rss / _MIB),
         first_seen={w: round(at - start, 3) for w, at in capture.seen.items()} if capture.watch else None,
         argv_seen_at=None if watcher.argv_seen_at is None else round(watcher.argv_seen_at - start, 3),
-        low_free_bytes=watcher.low_free_bytes,
-        low_free_inodes=watcher.low_free_inodes,
+        low_free_bytes=None if disk is None else disk.low_free_bytes,
+        low_free_inodes=None if disk is None else disk.low_free_inodes,
+        low_own=None if disk is None else disk.low_own,
     )

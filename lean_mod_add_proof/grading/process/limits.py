@@ -5,13 +5,16 @@ package docstring's "Caps" and "Residual limits")."""
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import shutil
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from lean_mod_add_proof.grading.process.proc import _NOT_THERE_ERRNOS, _read_proc
 
 #: Added to the CPU-seconds backstop so it only fires when the wall-clock kill somehow did not.
 CPU_SLACK_S = 5
@@ -195,3 +198,77 @@ def disk_and_entries(
                     if tick is not None and tick():
                         return total, n
     return total, n
+
+
+@dataclass(frozen=True)
+class HeldFiles:
+    """Files a process tree holds open that have no name left (`held_deleted`)."""
+
+    bytes: int = 0
+    """Their allocated bytes, each file once (UNREADABLE_BYTES for a process whose descriptors
+    cannot be read)."""
+    inodes: int = 0
+
+
+def held_deleted(pids: Iterable[int], devices: Collection[int]) -> HeldFiles:
+    """The files on one of `devices` (st_dev) that the processes `pids` hold open with no name
+    left: unlinked while open (or made by O_TMPFILE). The disk walk cannot find them, yet their
+    blocks stay taken until the last descriptor closes, so build-time code could fill the work
+    disk with them while its walked usage stays small (the review of the signal filter, finding
+    4: 667 MiB held under a 256 MiB cap, and a disk "full" on purpose).
+
+    How: each /proc/PID/fd/N link whose text ends in " (deleted)" (the kernel's `d_path` of an
+    unlinked dentry) is stat'ed through the link (no open: the inode the descriptor holds); a
+    regular file with no link left (`st_nlink == 0`, so a file merely named "x (deleted)" is not
+    one) counts its `st_blocks`, each (dev, inode) once however many descriptors or processes
+    hold it. A process of the grader's own user whose fd directory cannot be read is hiding what
+    it holds (`prctl(PR_SET_DUMPABLE, 0)` makes it unreadable to a grader that is not root): it
+    costs UNREADABLE_BYTES, over every cap, as a directory the walk cannot read does. Another
+    user's process (a setuid bwrap's monitor) cannot be the submission's, and is skipped.
+    A process gone meanwhile is skipped. Not found here (the package docstring's residual
+    limits): a file held only by a memory mapping, by io_uring, in flight in a unix socket, or
+    in a thread's own descriptor table (`unshare(CLONE_FILES)`)."""
+    held: dict[tuple[int, int], int] = {}  # (dev, inode) -> allocated bytes
+    hidden = 0
+    for pid in pids:
+        try:
+            held.update(_held_by(pid, devices))
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                if _same_user(pid):
+                    hidden += UNREADABLE_BYTES
+            elif exc.errno not in _NOT_THERE_ERRNOS:
+                raise  # the host's (out of descriptors, memory): the watcher fails closed
+    return HeldFiles(hidden + sum(held.values()), len(held))
+
+
+_S_IFMT, _S_IFREG = 0o170000, 0o100000
+
+
+def _held_by(pid: int, devices: Collection[int]) -> dict[tuple[int, int], int]:
+    """`held_deleted` for one process: (dev, inode) -> allocated bytes. Raises OSError (EACCES
+    or EPERM when its descriptors are not ours to read; ENOENT when it is gone)."""
+    base = f"/proc/{pid}/fd"
+    found: dict[tuple[int, int], int] = {}
+    for name in os.listdir(base):
+        path = f"{base}/{name}"
+        try:
+            if not os.readlink(path).endswith(" (deleted)"):
+                continue
+            st = os.stat(path)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # closed meanwhile
+        if st.st_nlink == 0 and (st.st_mode & _S_IFMT) == _S_IFREG and st.st_dev in devices:
+            found[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return found
+
+
+def _same_user(pid: int) -> bool:
+    """Whether `pid` runs with the grader's effective uid (/proc/PID/status, readable for any
+    process); False when it is gone."""
+    data = _read_proc(pid, "status", 2048)
+    if not data:
+        return False
+    at = data.find(b"\nUid:")
+    fields = data[at + 5 : data.find(b"\n", at + 1)].split() if at >= 0 else []
+    return len(fields) >= 2 and fields[1] == str(os.geteuid()).encode()
