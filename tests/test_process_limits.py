@@ -1007,6 +1007,28 @@ def test_descriptors_hidden_from_the_grader_are_over_every_cap(monkeypatch: pyte
     assert process.held_deleted([os.getpid()], {0}).bytes == 0
 
 
+def test_a_flood_of_descriptors_is_over_every_cap_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each descriptor costs the scan a readlink, and a tree may hold max_processes x
+    RLIMIT_NOFILE of them (seconds per look, the watcher's polls stalled): past
+    HELD_SCAN_MAX_FDS in all (made this process's own count + 60 here) they are not read, and the
+    tree is over every cap. Below it, the same descriptors cost nothing."""
+    base = len(os.listdir("/proc/self/fd"))
+    fds = [os.open("/", os.O_RDONLY) for _ in range(80)]
+    try:
+        assert process.held_deleted([os.getpid()], {0}).bytes == 0  # (the real bound: not reached)
+        monkeypatch.setattr(limitsmod, "HELD_SCAN_MAX_FDS", base + 60)
+        assert process.held_deleted([os.getpid()], {0}).bytes >= process.UNREADABLE_BYTES
+        for fd in fds[:40]:
+            os.close(fd)
+        fds = fds[40:]
+        assert process.held_deleted([os.getpid()], {0}).bytes == 0
+        # The bound is for the whole tree: two processes of base + 40 each are over it.
+        assert process.held_deleted([os.getpid(), os.getpid()], {0}).bytes >= process.UNREADABLE_BYTES
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 @pytest.mark.parametrize("sandboxed", MODES)
 async def test_a_flood_of_empty_files_stops_at_the_file_cap(tmp_path: Path, sandboxed: bool) -> None:
     """Empty files hold no blocks: under a 1 GiB disk cap, 3000 of them (12 MiB charged) pass,

@@ -123,9 +123,10 @@ Residual limits (say these plainly wherever the caps are described):
   share memory: it errs towards stopping early.
 - The disk walk's time grows with the number of files under `disk_paths` (about 5 µs a file;
   the walk at the end of a command is on its critical path). The scan for held nameless files
-  reads /proc/PID/fd of every live process of the tree at each walk (measured with
-  benchmarks/disk_poll.py; a process whose descriptors cannot be read while it runs as the
-  grader's user is hiding them, and is over the disk cap).
+  reads /proc/PID/fd of every live process of the tree at each walk, a readlink a descriptor
+  (benchmarks/disk_poll.py: about 2 µs each; a tree holding more than `HELD_SCAN_MAX_FDS` in
+  all is not read but over the disk cap, and so is a process whose descriptors cannot be read
+  while it runs as the grader's user: it is hiding them).
 - With the sandbox, bwrap reports a command killed by signal N as exit 128+N; a command that
   itself exits with 129..192 is therefore reported as killed by a signal too.
 
@@ -198,6 +199,7 @@ from lean_mod_add_proof.grading.process.limits import (
     CPU_PER_THREAD,
     CPU_SLACK_S,
     ENTRY_MIN_BYTES,
+    HELD_SCAN_MAX_FDS,
     UNREADABLE_BYTES,
     HeldFiles,
     Limits,
@@ -229,6 +231,7 @@ __all__ = [
     "DRAIN_AFTER_KILL_S",
     "ENTRY_MIN_BYTES",
     "FIRST_POLL_S",
+    "HELD_SCAN_MAX_FDS",
     "RSS_POLL_S",
     "SWEEP_S",
     "TREE_ENV_VAR",

@@ -200,6 +200,16 @@ def disk_and_entries(
     return total, n
 
 
+#: The most descriptors `held_deleted` reads across a tree at one look. Each costs a readlink (a
+#: few µs: 16000 took 60-90 ms here under load), and a tree may hold max_processes x RLIMIT_NOFILE
+#: of them (64 x 20000 on this host: seconds per look, the watcher's polls stalled meanwhile), so
+#: a tree holding more is over every cap, as a directory the walk cannot read is. Lean holds few:
+#: it opens an olean only to read or map it (leanprover/lean4 00638b0, src/library/module.cpp
+#: `lean_read_module_data_parts`: "file.m_fd does NOT need to outlive buffer"). The bound keeps a
+#: scan's cost near the walk's own bound (`max_files` entries at ~5 µs).
+HELD_SCAN_MAX_FDS = 16384
+
+
 @dataclass(frozen=True)
 class HeldFiles:
     """Files a process tree holds open that have no name left (`held_deleted`)."""
@@ -225,14 +235,21 @@ def held_deleted(pids: Iterable[int], devices: Collection[int]) -> HeldFiles:
     it holds (`prctl(PR_SET_DUMPABLE, 0)` makes it unreadable to a grader that is not root): it
     costs UNREADABLE_BYTES, over every cap, as a directory the walk cannot read does. Another
     user's process (a setuid bwrap's monitor) cannot be the submission's, and is skipped.
-    A process gone meanwhile is skipped. Not found here (the package docstring's residual
-    limits): a file held only by a memory mapping, by io_uring, in flight in a unix socket, or
-    in a thread's own descriptor table (`unshare(CLONE_FILES)`)."""
+    A process gone meanwhile is skipped. A tree holding more than HELD_SCAN_MAX_FDS descriptors
+    in all costs UNREADABLE_BYTES too (reading them all would stall the watcher). Not found here
+    (the package docstring's residual limits): a file held only by a memory mapping, by
+    io_uring, in flight in a unix socket, or in a thread's own descriptor table
+    (`unshare(CLONE_FILES)`)."""
     held: dict[tuple[int, int], int] = {}  # (dev, inode) -> allocated bytes
     hidden = 0
+    budget = HELD_SCAN_MAX_FDS
     for pid in pids:
         try:
-            held.update(_held_by(pid, devices))
+            found, read = _held_by(pid, devices, budget)
+            held.update(found)
+            budget -= read
+            if budget < 0:
+                return HeldFiles(UNREADABLE_BYTES + hidden + sum(held.values()), len(held))
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
                 if _same_user(pid):
@@ -245,12 +262,20 @@ def held_deleted(pids: Iterable[int], devices: Collection[int]) -> HeldFiles:
 _S_IFMT, _S_IFREG = 0o170000, 0o100000
 
 
-def _held_by(pid: int, devices: Collection[int]) -> dict[tuple[int, int], int]:
-    """`held_deleted` for one process: (dev, inode) -> allocated bytes. Raises OSError (EACCES
-    or EPERM when its descriptors are not ours to read; ENOENT when it is gone)."""
+def _held_by(pid: int, devices: Collection[int], budget: int) -> tuple[dict[tuple[int, int], int], int]:
+    """`held_deleted` for one process: ((dev, inode) -> allocated bytes, how many descriptors it
+    has); once it has more than `budget`, they are not read (the count says so). Raises OSError
+    (EACCES or EPERM when its descriptors are not ours to read; ENOENT when it is gone)."""
     base = f"/proc/{pid}/fd"
     found: dict[tuple[int, int], int] = {}
-    for name in os.listdir(base):
+    # The directory's size is its number of descriptors (Linux >= 6.2, "fs/proc: report open
+    # files as size in stat() for /proc/pid/fd"; 0 before): a flood is refused before listing it.
+    if (size := os.stat(base).st_size) > budget:
+        return found, size
+    names = os.listdir(base)
+    if len(names) > budget:
+        return found, len(names)
+    for name in names:
         path = f"{base}/{name}"
         try:
             if not os.readlink(path).endswith(" (deleted)"):
@@ -260,7 +285,7 @@ def _held_by(pid: int, devices: Collection[int]) -> dict[tuple[int, int], int]:
             continue  # closed meanwhile
         if st.st_nlink == 0 and (st.st_mode & _S_IFMT) == _S_IFREG and st.st_dev in devices:
             found[(st.st_dev, st.st_ino)] = st.st_blocks * 512
-    return found
+    return found, len(names)
 
 
 def _same_user(pid: int) -> bool:
