@@ -385,27 +385,26 @@ def test_lean_s_enospc_message_counts_only_beside_a_disk_that_was_low(tmp_path: 
     said = f"error: {steps.LEAN_ENOSPC}\n  file: .lake/x"
     mib = 1 << 20
     own = process.OwnUse(bytes=5 * mib, entries=50)
-    caps = {"own": own, "max_disk_mb": 64, "max_files": 1000}
-    low = steps.LowWater(tmp_path, free_bytes=10 * mib, free_inodes=100, **caps)  # type: ignore[arg-type]
+
+    def low_water(free: int, inodes: int, used: process.OwnUse | None = own) -> steps.LowWater:
+        return steps.LowWater(tmp_path, free, inodes, own=used, max_disk_mb=64, max_files=1000)
+
+    low = low_water(10 * mib, 100)
     assert "was full while it ran (10 MiB free" in (low.full_while_running("") or "")
     assert "this grade held 5 MiB" in (low.full_while_running("") or "")
-    low = steps.LowWater(tmp_path, free_bytes=100 * mib, free_inodes=100, **caps)  # type: ignore[arg-type]
+    low = low_water(100 * mib, 100)
     assert low.full_while_running("") is None
     assert "nearly full while it ran (100 MiB" in (low.full_while_running(said) or "")
-    low = steps.LowWater(tmp_path, free_bytes=workdirs.ENOSPC_MARK_BYTES, free_inodes=100, **caps)  # type: ignore[arg-type]
+    low = low_water(workdirs.ENOSPC_MARK_BYTES, 100)
     assert low.full_while_running(said) is None
-    no_inode = steps.LowWater(tmp_path, 1 << 40, 0, **caps)  # type: ignore[arg-type]
+    no_inode = low_water(1 << 40, 0)
     assert "no free inode" in (no_inode.full_while_running("") or "")
     for unexplained in (
         None,  # not confirmed: no measurement of the grade's own usage
         process.OwnUse(bytes=65 * mib, entries=50),  # over the disk cap
         process.OwnUse(bytes=5 * mib, entries=1001),  # over the file cap
     ):
-        cases = {**caps, "own": unexplained}
-        for low in (
-            steps.LowWater(tmp_path, free_bytes=10 * mib, free_inodes=100, **cases),  # type: ignore[arg-type]
-            steps.LowWater(tmp_path, free_bytes=10 * mib, free_inodes=0, **cases),  # type: ignore[arg-type]
-        ):
+        for low in (low_water(10 * mib, 100, unexplained), low_water(10 * mib, 0, unexplained)):
             assert low.full_while_running(said) is None, unexplained
 
 
