@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import mmap
 import os
 import re
 import shutil
@@ -987,6 +988,26 @@ def test_held_deleted_counts_each_removed_file_once_on_the_given_disks_only(tmp_
         for fd in (removed, again, named):
             os.close(fd)
     assert process.held_deleted([os.getpid()], {here}) == before
+
+
+def test_a_removed_file_held_by_a_mapping_is_unseen_space(tmp_path: Path) -> None:
+    """A removed file held only by a mapping keeps its blocks, but neither the walk nor the
+    descriptor scan can size it: `holds_unseen_space` says so for its disk only, and no more once
+    it is unmapped (a low work disk is then not counted as the host's: disk.py)."""
+    here = os.stat(tmp_path).st_dev
+    assert not process.holds_unseen_space([os.getpid()], {here})
+    fd = os.open(tmp_path / "m", os.O_CREAT | os.O_RDWR, 0o600)
+    os.posix_fallocate(fd, 0, 1 << 20)
+    mapped = mmap.mmap(fd, 4096)
+    os.close(fd)
+    try:
+        assert not process.holds_unseen_space([os.getpid()], {here})  # named: the walk sees it
+        os.unlink(tmp_path / "m")
+        assert process.holds_unseen_space([os.getpid()], {here})
+        assert not process.holds_unseen_space([os.getpid()], {here + 1})
+    finally:
+        mapped.close()
+    assert not process.holds_unseen_space([os.getpid()], {here})
 
 
 def test_descriptors_hidden_from_the_grader_are_over_every_cap(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,10 +105,13 @@ Residual limits (say these plainly wherever the caps are described):
   overshoot by ~0.5 s of writing (each file stays under RLIMIT_FSIZE, but `fallocate` with
   FALLOC_FL_KEEP_SIZE is not held to it: ext4 and tmpfs check the size limit only when the
   size grows, `inode_newsize_ok` in `ext4_fallocate` and `shmem_fallocate`).
-- The disk cap and the low-water confirmation see a nameless file only through a descriptor in
-  /proc/PID/fd of a tree process. Not seen: a file held only by a memory mapping (its size is
-  in /proc/PID/map_files, readable only with CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN), by
-  io_uring's registered files, by a descriptor in flight in a unix socket (SCM_RIGHTS), or in a
+- The disk cap sees a nameless file only through a descriptor in /proc/PID/fd of a tree
+  process. Not seen: a file held only by a memory mapping (its size is in /proc/PID/map_files,
+  readable only with CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN; the low-water confirmation keeps
+  no reading while the tree maps a removed file on the work disk or a process of it is exiting,
+  `holds_unseen_space`, so a failure then is a verdict, also if the host filled the disk and
+  the removed file the build maps is the host's: a toolchain on the work disk replaced while it
+  runs), by io_uring's registered files, by a descriptor in flight in a unix socket (SCM_RIGHTS), or in a
   thread's own descriptor table (`unshare(CLONE_FILES)`; only /proc/PID/task/TID/fd shows it,
   and reading every thread's table at each look would cost a multiple of the scan). Build-time
   code holding one of these can make the disk look full while the grade's measured usage stays
@@ -209,6 +212,7 @@ from lean_mod_add_proof.grading.process.limits import (
     disk_usage,
     find_prlimit,
     held_deleted,
+    holds_unseen_space,
     oom_kill_count,
     prlimit_argv,
 )
@@ -252,6 +256,7 @@ __all__ = [
     "exit_status",
     "find_prlimit",
     "held_deleted",
+    "holds_unseen_space",
     "host_fault_reason",
     "kill_dead_graders_processes",
     "oom_kill_count",

@@ -12,7 +12,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from lean_mod_add_proof.grading.process.limits import _MIB, HeldFiles, Limits, disk_and_entries, held_deleted
+from lean_mod_add_proof.grading.process.limits import (
+    _MIB,
+    HeldFiles,
+    Limits,
+    disk_and_entries,
+    held_deleted,
+    holds_unseen_space,
+)
 from lean_mod_add_proof.grading.workdirs import ENOSPC_MARK_BYTES, FULL_DISK_BYTES
 
 #: After a confirmation that took T (its walk and descriptor scans), the next one waits at least
@@ -53,9 +60,11 @@ class _GradeDisk:
     finding 4). It asks for a confirmation, done by the next `look`: a statvfs, the tree's held
     files, the walk, the held files again, a statvfs. Over a cap, the grade is stopped by that
     cap (a verdict); within its caps, and with the disk still under the mark at both ends, the
-    reading is kept (the higher of the two, with the grade's usage), and `routes/steps.py`
-    `LowWater` may count it as the host's: `workdirs.room_for_caps` made sure before the build
-    that what the caps allow cannot bring the disk there."""
+    reading is kept (the higher of the two, with the grade's usage), unless a process of the
+    tree maps a removed file on that disk or is exiting, before or after (`holds_unseen_space`:
+    blocks the grader cannot size);
+    and `routes/steps.py` `LowWater` may count it as the host's: `workdirs.room_for_caps` made
+    sure before the build that what the caps allow cannot bring the disk there."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -110,15 +119,8 @@ class _GradeDisk:
         confirmation). None when `tick` abandoned the walk (the command is ending): that is no
         measurement. A walk stopped early because it passed a cap is one: it is over that cap."""
         lim = self.limits
-        if not self.devices:
-            devs = set()
-            for path in lim.disk_paths:
-                try:
-                    devs.add(os.stat(path).st_dev)
-                except OSError:
-                    pass
-            self.devices = frozenset(devs)
-        before = held_deleted(pids(), self.devices) if bracket else HeldFiles()
+        devices = self._devices()
+        before = held_deleted(pids(), devices) if bracket else HeldFiles()
         abandoned = False
 
         def watched_tick() -> bool:
@@ -131,8 +133,23 @@ class _GradeDisk:
         )
         if abandoned:
             return None
-        after = held_deleted(pids(), self.devices)
+        after = held_deleted(pids(), devices)
         return OwnUse(used + max(before.bytes, after.bytes), entries + max(before.inodes, after.inodes))
+
+    def _devices(self) -> frozenset[int]:
+        """st_dev of `disk_paths` (read once some exist)."""
+        if not self.devices:
+            devs = set()
+            for path in self.limits.disk_paths:
+                try:
+                    devs.add(os.stat(path).st_dev)
+                except OSError:
+                    pass
+            self.devices = frozenset(devs)
+        return self.devices
+
+    def _unseen(self, pids: Callable[[], Iterable[int]]) -> bool:
+        return bool(devices := self._devices()) and holds_unseen_space(pids(), devices)
 
     def over_caps(self, own: OwnUse) -> str | None:
         lim = self.limits
@@ -150,6 +167,7 @@ class _GradeDisk:
             return None if own is None else self.over_caps(own)
         self.pending = False
         began = time.monotonic()
+        unseen = self._unseen(pids)  # (before the first statvfs and after the last: see below)
         first = self._statvfs()
         own = self.measure(pids, tick, bracket=True)
         last = self._statvfs()
@@ -165,6 +183,11 @@ class _GradeDisk:
         inodes = None if first[1] is None or last[1] is None else max(first[1], last[1])
         if not self._lower(free, inodes):
             return None  # no longer under the mark: a dip the grader cannot pin on anyone
+        if unseen or self._unseen(pids):
+            # Space the grader cannot measure (a removed file the tree maps, a process being torn
+            # down) was held before the first statvfs or after the last: the grade may have
+            # taken the disk there itself. Not kept (a later sample asks again).
+            return None
         if free < ENOSPC_MARK_BYTES:
             self.low_free_bytes = _least(self.low_free_bytes, free)
         if inodes == 0:

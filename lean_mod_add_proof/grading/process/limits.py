@@ -288,6 +288,50 @@ def _held_by(pid: int, devices: Collection[int], budget: int) -> tuple[dict[tupl
     return found, len(names)
 
 
+#: PF_EXITING in /proc/PID/stat's flags (include/linux/sched.h): the process is being torn down.
+_PF_EXITING = 0x4
+
+
+def holds_unseen_space(pids: Iterable[int], devices: Collection[int]) -> bool:
+    """Whether one of the processes `pids` may hold space on one of `devices` that neither the
+    walk nor `held_deleted` can measure:
+    - it maps a file there that has no name left (a /proc/PID/maps line with that device whose
+      path ends in " (deleted)"): such a file keeps its blocks after its last descriptor
+      closed, and its size is in /proc/PID/map_files, which only CAP_CHECKPOINT_RESTORE or
+      CAP_SYS_ADMIN may read (fs/proc/base.c `proc_map_files_lookup`);
+    - it is exiting (PF_EXITING, not yet a zombie): its mappings and descriptors leave /proc
+      before the files they held are freed (kernel/exit.c `do_exit`: `exit_mm`, `exit_files`,
+      then `exit_task_work` runs the last `fput`), so for that while its space is unseen;
+    - it is of the grader's own user and its maps cannot be read: it is hiding them.
+    Read only when a low work disk is confirmed (a Lean process maps an olean per import: lean4
+    src/library/module.cpp `lean_read_module_data_parts`)."""
+    for pid in pids:
+        stat = _read_proc(pid, "stat", 1024)
+        if stat is None:
+            continue  # gone
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) > 6 and fields[0] != b"Z" and int(fields[6]) & _PF_EXITING:
+            return True
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as maps:
+                for line in maps:
+                    if not line.endswith(b" (deleted)\n"):
+                        continue
+                    parts = line.split(maxsplit=5)
+                    if len(parts) < 6 or b":" not in parts[3]:
+                        continue
+                    major, minor = parts[3].split(b":", 1)
+                    if os.makedev(int(major, 16), int(minor, 16)) in devices:
+                        return True
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                if _same_user(pid):
+                    return True
+            elif exc.errno not in _NOT_THERE_ERRNOS:
+                raise  # the host's: the watcher fails closed
+    return False
+
+
 def _same_user(pid: int) -> bool:
     """Whether `pid` runs with the grader's effective uid (/proc/PID/status, readable for any
     process); False when it is gone."""
