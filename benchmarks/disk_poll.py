@@ -10,7 +10,9 @@ Measured here:
 - the scan of a process tree shaped like a sandboxed build (bubblewrap's monitor and init, and a
   command holding `--fds` descriptors, two of them removed files), or the bare command without
   bubblewrap;
-- one statvfs (what every poll adds, every `RSS_POLL_S`).
+- one statvfs (what every poll adds, every `RSS_POLL_S`);
+- `holds_unseen_space` (mapped removed files, exiting processes), read only when a low work disk
+  is confirmed.
 The scan's cost is timed in pairs: each repetition times a look without the scan (the walk alone,
 as before this change) and a look with it (the walk, then the scan), in alternating order, back to
 back, so a load that changes during the run (this machine is shared) weighs on both sides of each
@@ -46,6 +48,7 @@ from lean_mod_add_proof.grading.process import (  # noqa: E402
     child_env,
     disk_and_entries,
     held_deleted,
+    holds_unseen_space,
 )
 
 HOLDER = """
@@ -172,6 +175,8 @@ def main() -> int:
                 return held_deleted(pids, devices)
 
             walk_us, look_us, (q1, scan_us, q3) = paired_us(walk, walk_and_scan, args.reps)
+            # Only when a low work disk is confirmed (twice then): the tree's maps and stat.
+            unseen_us = median_us(lambda: holds_unseen_space(pids, devices), args.reps)
         finally:
             holder.kill()
             holder.wait()
@@ -186,6 +191,7 @@ def main() -> int:
         f"{scan_us / walk_us:.0%} of the walk"
     )
     print(f"one statvfs (each poll, every {RSS_POLL_S * 1000:.0f} ms): {statvfs_us:.1f} µs")
+    print(f"the mapping and exit check (twice per confirmation of a low disk only): {unseen_us:.0f} µs")
     print(
         f"a look every {DISK_POLL_S} s is {look_us / 1e6 / DISK_POLL_S:.3%} of one core per running "
         f"command, of which the scan {scan_us / 1e6 / DISK_POLL_S:.3%}"
