@@ -265,7 +265,8 @@ def test_every_config_that_selects_a_hard_task_fits_it() -> None:
                 assert data["seq_len"] >= hard_need, (path, data["seq_len"], hard_need)
                 budgets = {data[g]["sampling"]["max_completion_tokens"] for g in ("train", "eval")}
             else:
-                stated = re.search(r"a context of\s+#?\s*at least (\d+) tokens", text)
+                flat = " ".join(line.lstrip("#").strip() for line in text.splitlines())
+                stated = re.search(r"a context of at least (\d+) tokens", flat)
                 assert stated and int(stated.group(1)) >= hard_need, (path, hard_need)
                 sampling = data["sampling"]
                 budgets = {sampling.get("max_tokens", sampling.get("max_completion_tokens"))}

@@ -277,11 +277,11 @@ def hard_timeouts(hard: list[TaskRecord], fit: RateFit) -> tuple[dict[str, float
         if estimate.limit_s is not None:
             limits[record.id] = estimate.limit_s
             continue
-        brute_fastest = estimate.brute_force_s[0]
-        steps = max(1.0, brute_fastest // BRUTE_FORCE_MARGIN // LIMIT_STEP_S)
-        limits[record.id] = steps * LIMIT_STEP_S
+        bound = estimate.brute_force_s[0] / BRUTE_FORCE_MARGIN
+        step = LIMIT_STEP_S if bound >= LIMIT_STEP_S else 1.0  # a whole second at least
+        limits[record.id] = max(1.0, bound // step * step)
         try:
-            limit_between(brute_fastest, estimate.packed_s[1])
+            limit_between(estimate.brute_force_s[0], estimate.packed_s[1])
         except NoLimitFits as exc:
             notes.append(
                 f"{record.id}: {exc}; its limit keeps brute force out, and the packed route's margin is lower"

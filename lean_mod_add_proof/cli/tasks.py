@@ -427,7 +427,8 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
     defaults = GraderConfig()
     record = _find(args.task_id, args.tasks_dir)
-    timeout_s = args.timeout_s if args.timeout_s is not None else defaults.timeout_s
+    shipped = record.timeout_s if record.timeout_s is not None else defaults.timeout_s
+    timeout_s = args.timeout_s if args.timeout_s is not None else shipped  # as the taskset states it
     prompt = task_prompt(
         record,
         args.tasks_dir,
@@ -505,7 +506,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("prompt", help="print the user prompt of one task, as the model sees it")
     p.add_argument("task_id", help=TASK_ID_HELP)
     _tasks_dir_arg(p)
-    p.add_argument("--timeout-s", type=float, default=None, help="time limit stated in the rules")
+    p.add_argument(
+        "--timeout-s",
+        type=float,
+        default=None,
+        help="time limit stated in the rules (default: the task's shipped limit, else the grader's)",
+    )
     p.add_argument(
         "--axioms-mode",
         choices=("subset", "exact"),
