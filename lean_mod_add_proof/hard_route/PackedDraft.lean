@@ -4,9 +4,10 @@ import LeanCheckedNetwork.Weights
 # UNVERIFIED DRAFT: the packed route, for task p109_h14_s0
 
 NOTHING HERE HAS BEEN CHECKED BY LEAN. It was written where no Lean toolchain exists, against
-the Lean 4 sources only (citations below), and it awaits two independent audits
-(docs/lean-audit.md). `lean-mod-add-proof lean-check` grades it on a machine with Lean and
-reports the verdict; that verdict counts for nothing in grading. The design it follows, the
+the Lean 4 sources only (citations below). Two independent audits (readings, not Lean) found
+errors that are fixed here; docs/lean-audit.md records them and what is still open.
+`lean-mod-add-proof lean-check` grades it on a machine with Lean and reports the verdict; that
+verdict counts for nothing in grading. The design it follows, the
 statement chain and every lemma's role are in docs/dataset.md ("The packed route").
 
 Part 1 is the computation the kernel evaluates (mirrored operation for operation by
@@ -18,11 +19,13 @@ Core facts used, as read in leanprover/lean4 (names to confirm on the pinned too
   GMP operations (`type_checker::reduce_nat`, src/kernel/type_checker.cpp @ b2bb7c48);
   `decide +kernel` proves `b = true` by the kernel's `whnf` alone (`is_def_eq_core`, same file);
 * `Nat.shiftLeft_eq`, `Nat.shiftRight_eq_div_pow`, `Nat.mul_add_div`, `Nat.mul_add_mod`,
-  `Nat.add_mul_div_left`, `Nat.sub_mul`, `Nat.pow_add`, `Nat.div_eq_of_lt`, `Nat.mod_eq_of_lt`
+  `Nat.sub_mul`, `Nat.pow_add`, `Nat.div_eq_of_lt`, `Nat.mod_eq_of_lt`
   (src/Init/Data/Nat/Basic.lean);
-* `Nat.testBit_and`, `Nat.eq_of_testBit_eq`, `Nat.testBit_mul_pow_two_add`, `Nat.and_lt_two_pow`,
-  `Nat.testBit_implies_ge`, `Nat.testBit_two_pow_self`, `Nat.testBit_lt_two_pow`,
-  `Nat.two_pow_pos` (src/Init/Data/Nat/Bitwise/Lemmas.lean @ 57b1e191);
+* `Nat.testBit_and`, `Nat.eq_of_testBit_eq`, `Nat.testBit_two_pow_mul_add`, `Nat.and_lt_two_pow`,
+  `Nat.ge_two_pow_of_testBit`, `Nat.testBit_two_pow_self`, `Nat.testBit_lt_two_pow`,
+  `Nat.two_pow_pos` (src/Init/Data/Nat/Bitwise/Lemmas.lean, as in 2026 copies of lean4 master
+  (sankalpsthakur/lean4 @ 46be98ca; lean4 PR #11905): the 2024 names `testBit_mul_pow_two_add`
+  and `testBit_implies_ge` were renamed in 2025 and have no alias there; docs/lean-audit.md);
 * `Int.toNat_of_nonneg`, `Int.sub_mul`, `Int.mul_sub`, `Int.mul_comm`, `Int.neg_mul_neg`
   (src/Init/Data/Int); the tactics `omega`, `simp only`, `induction`, `decide +kernel`.
 -/
@@ -264,7 +267,8 @@ theorem ev_one (w : Nat) (f : Nat → Nat) : ev w 1 f = f 0 := by simp [ev]
 theorem ev_cons (w n : Nat) (f : Nat → Nat) :
     ev w (n + 1) f = f 0 + 2 ^ w * ev w n (fun j => f (j + 1)) := by
   rw [Nat.add_comm n 1, ev_append w 1 f n, ev_one, Nat.mul_one]
-  rw [ev_congr w n (fun j => f (1 + j)) (fun j => f (j + 1)) (fun j _ => by rw [Nat.add_comm 1 j])]
+  rw [ev_congr w n (fun j => f (1 + j)) (fun j => f (j + 1))
+    (fun j _ => congrArg f (Nat.add_comm 1 j))]
 
 /-- Slot `i` of a number whose slots are all below `2 ^ w` is `f i`. -/
 theorem ev_digit (w n : Nat) (f : Nat → Nat) (hf : ∀ j, j < n → f j < 2 ^ w) (i : Nat) (hi : i < n) :
@@ -306,8 +310,8 @@ theorem ev_land (w : Nat) : ∀ (n : Nat) (f g : Nat → Nat), (∀ i, i < n →
     rw [e f, e g, e (fun i => f i &&& g i), ← ih]
     apply Nat.eq_of_testBit_eq
     intro j
-    rw [Nat.testBit_and, Nat.testBit_mul_pow_two_add _ lf, Nat.testBit_mul_pow_two_add _ lg,
-      Nat.testBit_mul_pow_two_add _ lfg]
+    rw [Nat.testBit_and, Nat.testBit_two_pow_mul_add _ lf, Nat.testBit_two_pow_mul_add _ lg,
+      Nat.testBit_two_pow_mul_add _ lfg]
     by_cases hj : j < w * n
     · simp [hj, Nat.testBit_and]
     · simp [hj, Nat.testBit_and]
@@ -492,7 +496,7 @@ theorem hN_cast (a b k : Nat) (ha : a < 109) (hb : b < 109) (hk : k < 14) :
       = ((u a k : Int) - v b k) * ((u a k : Int) - v b k) := by
     rw [sq_expand, Int.ofNat_sub hle]
     push_cast
-    rw [Int.mul_assoc 2]
+    rw [Int.mul_assoc]
   unfold hN
   rw [e, hu, hv]
   have h3 : (127 - X a k - (Y b k + 127)) = -(X a k + Y b k) := by omega
@@ -814,7 +818,7 @@ theorem rowOK_spec (a : Nat) (ha : a < 109) (h : rowOK a (nth Net.E1 a) = true) 
   have hd' : zs a i &&& 2 ^ 31 * isWin i = 2 ^ 31 * isWin i := hd
   have hwin : isWin i = 1 := by unfold isWin; rw [if_pos hw]
   rw [hwin, Nat.mul_one] at hd'
-  apply Nat.testBit_implies_ge
+  apply Nat.ge_two_pow_of_testBit
   have hb : Nat.testBit (zs a i &&& 2 ^ 31) 31 = Nat.testBit (2 ^ 31) 31 := by rw [hd']
   rw [Nat.testBit_and, Nat.testBit_two_pow_self, Bool.and_true] at hb
   exact hb
