@@ -208,7 +208,7 @@ def test_vf_eval_takes_the_hard_split_and_a_timeouts_file(tmp_path: Path) -> Non
 
     limits = tmp_path / "timeouts.json"
     fit = {"intercept_s": 1.0, "seconds_per_mul_add": 1e-4, "n_tasks": 2}
-    doc = {"toolchain": "t", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": {"p41_h32_s0": 900.0}}
+    doc = {"toolchain": "t", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": {"p107_h15_s0": 900.0}}
     limits.write_text(json.dumps(doc), encoding="utf-8")
     out_dir = tmp_path / "runs"
     argv = [vf_eval(), "lean-mod-add-proof", "--dry-run", "-n", "1", "--no-push", "-o", str(out_dir)]
