@@ -36,8 +36,9 @@ check-dataset: setup
 lean: setup
 	$(BIN)/lean-mod-add-proof install-lean
 
-# On a machine with the pinned toolchain (after `make lean`): self-test, Lean integration tests and
-# calibration on three tasks, as one report to paste into an issue.
+# On a machine with the pinned toolchain (after `make lean`): self-test, Lean integration tests, one
+# hard task (built, its brute force timed, the packed draft tried) and calibration on three grid
+# tasks, as one report to paste into an issue.
 lean-check: setup
 	$(BIN)/lean-mod-add-proof lean-check
 
