@@ -365,13 +365,20 @@ def token_starts(text: str, lo: int = 0, hi: int | None = None) -> list[int]:
 
 
 def insert_comment(text: str, pos: int, kind: str, words: str) -> str:
-    """`text` with a comment right before `pos`; after a line comment the token keeps its column."""
-    column = pos - (text.rfind("\n", 0, pos) + 1)
+    """`text` with a comment right before `pos`, the token keeping its column (Lean's layout reads
+    columns: a structure's fields and `where` declarations start at the column of the first,
+    which a comment put before a line's first token would move): after a line comment the line
+    is indented as before, and a block comment before a line's first token goes at the end of
+    the line before it."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    column = pos - line_start
     comment = {
         "line": f"-- {words}\n" + " " * column,
         "block": f"/- {words} -/ ",
         "nested": f"/- {words} /- {words} -/ -/ ",
     }[kind]
+    if kind != "line" and line_start > 0 and not text[line_start:pos].strip():
+        return text[: line_start - 1] + " " + comment.rstrip() + text[line_start - 1 :]
     return text[:pos] + comment + text[pos:]
 
 
