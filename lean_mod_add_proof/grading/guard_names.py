@@ -417,7 +417,7 @@ class _Reader:
         c = code[before - 1] if before else "\n"
         if c == "\n" or c in _LIVE_BEFORE or _CHUNK_CHAR_RE.match(c) is not None:
             return None
-        stop = self.run_end(end)
+        stop = self.cut_at_items(start, start, self.run_end(end))[1]
         if c in _OPENERS:
             return None if self.lone_colon_after(stop) else stop
         if c == "|":

@@ -522,6 +522,9 @@ def _shadowing(code: str) -> Hit | None:
 
 
 _OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
+# `instance` as an attribute: `[` and optionally `local` or `scoped` right before it (looked for in
+# the 64 characters before it: more blank space there only makes the reading refuse the file)
+_ATTRIBUTE_BEFORE_RE = re.compile(r"\[[ \t\n]*+(?:(?:local|scoped)[ \t\n]++)?\Z")
 _INSTANCE_RE = re.compile(rf"(?<![{_WORD_CHARS}.])instance(?![{_WORD_CHARS}])")
 _DERIVING_INSTANCE_RE = re.compile(rf"(?<![{_WORD_CHARS}.])deriving[ \t\n]++instance(?![{_WORD_CHARS}])")
 _DERIVED_CLASSES_RE = re.compile(
@@ -648,7 +651,13 @@ def check_instances(code: str) -> GuardVerdict | None:
                 else "a 'deriving instance' whose classes cannot be read"
             )
             return _instance_verdict(what, line)
-    starts = [m.start() for m in _INSTANCE_RE.finditer(code)]
+    # `attribute [local instance] N` names the attribute `instance`, not an instance declaration
+    # (rule 7 allowed only the `Classical` one)
+    starts = [
+        m.start()
+        for m in _INSTANCE_RE.finditer(code)
+        if _ATTRIBUTE_BEFORE_RE.search(code, max(m.start() - 64, 0), m.start()) is None
+    ]
     for k, start in enumerate(starts):
         if start in derived:
             continue
