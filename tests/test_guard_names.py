@@ -8,12 +8,16 @@ modules), judged by the guard alone.
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from lean_mod_add_proof.constants import REQUIRED_IMPORT, theorem_signature
 from lean_mod_add_proof.grading.guard import check_guard
 from lean_mod_add_proof.grading.lean_tokens import APOSTROPHE_TOKENS, LEAD_CHARACTERS
-from lean_mod_add_proof.grading.lexer import lex
+from lean_mod_add_proof.grading.lexer import ID_FIRST_CLASS, ID_REST_CLASS, IDENTIFIER, lex
 
 HEADER = f"import {REQUIRED_IMPORT}\n"
 PROOF = f"\n{theorem_signature(7)} := by\n  decide +kernel\n"
@@ -203,3 +207,207 @@ def test_a_decided_form_passes(body: str) -> None:
 def test_a_decided_form_fails(body: str, word: str) -> None:
     verdict = check_guard(with_body(body))
     assert (verdict.passed, verdict.word) == (False, word), verdict.reason
+
+
+# --- properties (hypothesis) ---------------------------------------------------------------------
+
+#: A token of the honest forms, as Lean splits them closely enough to insert something between
+#: two: an apostrophe token, a name, a number, a run of ASCII operator characters, any other
+#: character.
+_TOKEN_RE = re.compile(
+    "|".join(re.escape(t.token) for t in APOSTROPHE_TOKENS)
+    + rf"|{IDENTIFIER}|[0-9]+|[!#$%&*+\-./:;<=>?@\\^|~]+|\S"
+)
+#: What is put between two tokens: connectives, `::`, a line break, comments.
+INSERTIONS = [" → ", " ↔ ", " ∧ ", " ∨ ", " ¬ ", " = ", " :: ", "\n", "/- c -/", "-- c\n"]
+
+
+def token_starts(text: str) -> list[int]:
+    """Where a token of `text`'s code starts (never inside a comment or a literal)."""
+    lexed = lex(text)
+    inside = [(x.start, x.end) for x in lexed.lexemes]
+    return [
+        m.start()
+        for m in _TOKEN_RE.finditer(lexed.code)
+        if not any(start <= m.start() < end for start, end in inside)
+    ]
+
+
+def insert_between(text: str, pos: int, piece: str) -> str:
+    """`text` with `piece` right before the token at `pos`, that token keeping its column (Lean's
+    layout reads columns): after a line break the line is indented as before plus four, and at
+    a line's first token the piece goes at the end of the line before it."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    column = pos - line_start
+    if piece.endswith("\n"):
+        piece += " " * (column + 4 if piece == "\n" else column)
+    if line_start > 0 and not text[line_start:pos].strip():
+        if piece.startswith("--"):
+            return text[: line_start - 1] + " " + piece.rstrip(" ").rstrip("\n") + text[line_start - 1 :]
+        return text[: line_start - 1] + " " + piece.strip(" ") + text[line_start - 1 :]
+    return text[:pos] + " " + piece + " " + text[pos:]
+
+
+PROPERTY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(st.sampled_from(list(HONEST_FORMS.values())), st.data(), st.sampled_from(INSERTIONS))
+def test_a_connective_line_break_or_comment_between_tokens_changes_no_verdict(
+    body: str, data: st.DataObject, piece: str
+) -> None:
+    text = with_body(body.replace("sorry_free", "rfl"))
+    body_start = text.index(body.replace("sorry_free", "rfl"))
+    pos = data.draw(st.sampled_from([p for p in token_starts(text) if p > body_start]))
+    noisy = insert_between(text, pos, piece)
+    verdict = check_guard(noisy)
+    assert verdict.passed, (verdict.reason, noisy)
+
+
+@PROPERTY
+@given(st.sampled_from([c[1] for c in DECLARED]), st.data(), st.sampled_from(["/- c -/", "-- c\n"]))
+def test_a_comment_between_tokens_keeps_a_declaration_refused(
+    body: str, data: st.DataObject, piece: str
+) -> None:
+    text = with_body(body)
+    body_start = text.index(body)
+    pos = data.draw(
+        st.sampled_from([p for p in token_starts(text) if body_start < p < body_start + len(body)])
+    )
+    before = check_guard(text)
+    after = check_guard(insert_between(text, pos, piece))
+    assert (after.passed, after.word) == (before.passed, before.word) == (False, before.word), after.reason
+
+
+# --- the apostrophe tokens never desynchronise the code view ---------------------------------------
+
+_ID_FIRST_RE = re.compile(f"[{ID_FIRST_CLASS}]")
+_ID_REST_RE = re.compile(f"[{ID_REST_CLASS}]")
+#: The reference's token table: the apostrophe tokens and every other character alone.
+_REFERENCE_TOKENS = sorted((t.token for t in APOSTROPHE_TOKENS), key=len, reverse=True)
+
+
+def reference_code_mask(text: str) -> list[bool] | None:
+    """Which characters of `text` are code, by a reading written from Lean's `tokenFn` and
+    `whitespace` (lean4 src/Lean/Parser/Basic.lean) over a table of the apostrophe tokens and
+    single characters, independent of the lexer's regexes; None where Lean would report an error
+    (an unterminated literal or comment, a malformed character literal)."""
+    n, i = len(text), 0
+    code = [True] * n
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, b):
+            code[k] = False
+
+    while i < n:
+        c = text[i]
+        if c in " \t\n":
+            i += 1
+        elif text.startswith("--", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            blank(i, end)
+            i = end
+        elif text.startswith("/-", i):
+            depth, k = 1, i + 3  # the character after `/-` is skipped unread
+            while depth and k < n:
+                if text.startswith("/-", k):
+                    depth, k = depth + 1, k + 2
+                elif text.startswith("-/", k):
+                    depth, k = depth - 1, k + 2
+                else:
+                    k += 1
+            if depth:
+                return None
+            blank(i, k)
+            i = k
+        elif c == '"':
+            k = i + 1
+            while k < n and text[k] != '"':
+                k += 2 if text[k] == "\\" else 1
+            if k >= n:
+                return None
+            blank(i, k + 1)
+            i = k + 1
+        elif c == "'" and text[i + 1 : i + 2] == "'":
+            return None  # no literal, and no token of the table starts with `''`: an error
+        elif c == "'":
+            k = i + 1
+            if k < n and text[k] == "\\":
+                k += 1
+            k += 1
+            if k >= n or text[k] != "'":
+                return None
+            blank(i, k + 1)
+            i = k + 1
+        elif c.isdigit():  # `numberFnAux`: `0x`, `0b`, `0o` or decimal, `_` between digits
+            prefix = text[i : i + 2].lower()
+            digits = {"0x": "0123456789abcdefABCDEF_", "0b": "01_", "0o": "01234567_"}.get(prefix)
+            i += 2 if digits else 0
+            digits = digits or "0123456789_"
+            while i < n and text[i] in digits:
+                i += 1
+        else:
+            token = next((t for t in _REFERENCE_TOKENS if text.startswith(t, i)), c)
+            if _ID_FIRST_RE.match(c):
+                k = i + 1
+                while k < n and _ID_REST_RE.match(text[k]):
+                    k += 1
+                i = max(k, i + len(token))
+            else:
+                i += len(token)
+    return code
+
+
+def lexer_code_mask(text: str) -> list[bool] | None:
+    lexed = lex(text)
+    if lexed.problem is not None:
+        return None
+    code = [True] * len(text)
+    for lexeme in lexed.lexemes:
+        for k in range(lexeme.start, lexeme.end):
+            code[k] = False
+    return code
+
+
+#: Context around the tokens: names (primed too), spaces, literals, the lead characters alone,
+#: brackets, numbers, line breaks, a lone apostrophe.
+_CONTEXT = [
+    "a", "h'", "x1", "α", " ", "  ", "\n", '"s"', "'c'", "(", ")", "[", "]", "#", "×", "Σ", "⊕", "0",
+    ":", ",", "'",
+]  # fmt: skip
+
+
+def quoted(quote: str, inside: list[str]) -> str:
+    """The literal that follows a token: a string around `inside`, or a character literal."""
+    if quote == '"':
+        return '"' + "".join(inside).replace('"', "") + '"'
+    return "'" + ("".join(inside).replace("'", "") or "c")[0] + "'"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from([t.token for t in APOSTROPHE_TOKENS]),
+    st.sampled_from(['"', "'"]),
+    st.lists(st.sampled_from(_CONTEXT), max_size=10),
+    st.lists(st.sampled_from(_CONTEXT), max_size=4),
+    st.lists(st.sampled_from(_CONTEXT), max_size=10),
+)
+def test_an_apostrophe_token_before_a_quote_never_desynchronises_the_code_view(
+    token: str, quote: str, before: list[str], inside: list[str], after: list[str]
+) -> None:
+    text = "".join(before) + " " + token + quoted(quote, inside) + "".join(after) + "\n"
+    reference = reference_code_mask(text)
+    assume(reference is not None)  # Lean would report an error: no reading to compare
+    mine = lexer_code_mask(text)
+    assume(mine is not None)  # the lexer refused the file: it never reaches a rule
+    assert mine == reference, text
+
+
+@pytest.mark.parametrize("token", [t.token for t in APOSTROPHE_TOKENS])
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_every_apostrophe_token_before_a_quote_reads_as_lean_reads_it(token: str, quote: str) -> None:
+    # the property above once for each (token, quote), whatever hypothesis draws
+    text = f'def y := a {token}{quoted(quote, ["x"])} b "s" {quoted(quote, ["z"])}\n'
+    reference = reference_code_mask(text)
+    assert reference is not None and lexer_code_mask(text) == reference

@@ -324,9 +324,11 @@ class _Lexer:
                     pos = token_end
                     continue
                 if text.startswith("''", pos):
-                    pos += 2
-                    self.note_code("''")
-                    continue
+                    # Not a character literal (`tokenFnAux`), and no token of the table starts
+                    # with `''` (`lean_tokens`): Lean reports an error here, whatever follows.
+                    return LexProblem(
+                        "two apostrophes that start no token (Lean reads no literal there)", pos
+                    )
                 m = _CHAR_RE.match(text, pos)
                 if m is None:
                     return LexProblem("a malformed character literal", pos)
