@@ -21,7 +21,7 @@ from lean_mod_add_proof.grading.guard_names import (
     first_declaration,
 )
 from lean_mod_add_proof.grading.guard_verdict import GuardVerdict, fail, line_of
-from lean_mod_add_proof.grading.guard_words import BANNED_WORD_PARTS
+from lean_mod_add_proof.grading.guard_words import BANNED_WORD_PARTS, PART_EXEMPT_NAMES
 from lean_mod_add_proof.grading.lean_names import ALLOWED_IMPORTS, REQUIRED_IMPORT
 from lean_mod_add_proof.grading.lexer import IDENTIFIER
 
@@ -96,7 +96,8 @@ GUARD_RULES: tuple[str, ...] = (
     "name that merely contains one passes (`native_ok`). The first list is forbidden everywhere, "
     "comments and strings included; the second only in code. "
     f"{', '.join(f'`{w}`' for w in BANNED_WORD_PARTS)} are also forbidden in code inside a longer "
-    "name split at `_` or a capital letter (`simproc_decl`, `ptrAddrUnsafe`). Passes: "
+    "name split at `_` or a capital letter (`simproc_decl`, `ptrAddrUnsafe`), the attribute "
+    f"{', '.join(f'`{n}`' for n in PART_EXEMPT_NAMES)} excepted. Passes: "
     "`-- meta-reasoning: export the lemma`. Fails: `-- no sorry needed`, `def e := Environment`.",
     f"The only `#` commands allowed are {', '.join(f'`{c}`' for c in ALLOWED_HASH_COMMANDS)}. "
     "Passes: `#check Nat.add_comm`, `-- #pairs = 49`. Fails: `#exit`.",

@@ -36,7 +36,7 @@ BANNED_WORDS: tuple[str, ...] = (
     "initialize", "#eval", "run_cmd", "run_tac", "run_elab", "run_meta", "IO", "init", "evalExpr",
     # Required bypass defences.
     "skipKernelTC", "prelude", "sorryAx", "builtin_initialize",
-    # Defence in depth (see the module docstring's table).
+    # Defence in depth (see guard.py's table of routes).
     "#exit", "export", "builtin", "builtin_init", "command_elab", "term_elab", "delab",
     "app_unexpander", "csimp", "simproc", "dsimproc", "binder_predicate", "declare_syntax_cat",
     "register_option", "register_simp_attr", "register_label_attr", "meta", "Meta", "Elab",

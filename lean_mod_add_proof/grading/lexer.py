@@ -21,8 +21,12 @@ What is followed, and where (all in `src/Lean/Parser/Basic.lean` unless named):
   not end it); `'` starts a character literal unless another `'` follows (`charLitFnAux`: one
   character or escape, `\\x` + 2 or `\\u` + 4 hex digits, then `'`); `r` followed by `#`s and
   `"` starts a raw string (`isRawStrLitStart`, `rawStrLitFnAux`: it ends at `"` followed by as
-  many `#`s); a digit starts a number (`numberFnAux`); anything else is an identifier or a
-  token. These are tried only where a token starts: inside an identifier `'` is a name
+  many `#`s); a digit starts a number (`numberFnAux`); anything else is an identifier or the
+  longest token of the table there (`c.tokens.matchPrefix`). The tokens that hold an apostrophe
+  (`×'`, `⊕'`, `Σ'`, `]'`, `#'`: `lean_tokens.APOSTROPHE_TOKENS`, cited there and checked on the
+  toolchain by `lean-check`) are read whole, so `×'"…"` is a token and then a string; `''` is no
+  character literal and starts no token, so Lean reports an error there, and the file is
+  refused. These are tried only where a token starts: inside an identifier `'` is a name
   character (`isIdRest`, `src/Init/Meta/Defs.lean`), so `h'` is a name and `x'"` a name then a
   string.
 - `identFnAux`: `«` starts an escaped name part running to `»`.
@@ -30,8 +34,8 @@ What is followed, and where (all in `src/Lean/Parser/Basic.lean` unless named):
   `interpolatedStr` users in Init; `dbg_trace` is a banned word) `{` opens a term, read as code up
   to its `}`. A string holding `{` after any other name ending in `!` is refused.
 
-Where a file could be read two ways by a lexer that does not hold Lean's whole token table, the
-file is refused instead (`LexProblem`): a comment opened right after an operator character (Lean
+Where a file could be read two ways by a lexer that holds only the apostrophe tokens of Lean's
+token table, the file is refused instead (`LexProblem`): a comment opened right after an operator character (Lean
 may read `<--x` as the token `<-` then `-x`, not a comment), a raw string right after `.` or a
 backquote (there `r` continues a name). An unterminated comment, string, character literal or
 `«` is refused too: Lean reports an error for each, so the file could not build anyway. Honest
