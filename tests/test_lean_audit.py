@@ -17,8 +17,8 @@ import pytest
 from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
 from lean_mod_add_proof.grading import selftest
 from lean_mod_add_proof.grading.judge_source import JUDGE_SOURCE_PATH, judge_text
-from lean_mod_add_proof.grading.lean_tokens import TOKEN_TABLE_LEAN
 from lean_mod_add_proof.grading.lean_names import theorem_signature
+from lean_mod_add_proof.grading.lean_tokens import TOKEN_TABLE_LEAN
 from lean_mod_add_proof.grading.reference import reference_submission, single_decide_submission
 from lean_mod_add_proof.grading.routes.comparator import challenge_lean
 from lean_mod_add_proof.hard_route import DRAFT_PATH, DRAFT_TASK

@@ -35,8 +35,9 @@ What is followed, and where (all in `src/Lean/Parser/Basic.lean` unless named):
   to its `}`. A string holding `{` after any other name ending in `!` is refused.
 
 Where a file could be read two ways by a lexer that holds only the apostrophe tokens of Lean's
-token table, the file is refused instead (`LexProblem`): a comment opened right after an operator character (Lean
-may read `<--x` as the token `<-` then `-x`, not a comment), a raw string right after `.` or a
+token table, the file is refused instead (`LexProblem`): a comment opened right after an
+operator character (Lean may read `<--x` as the token `<-` then `-x`, not a comment), a raw
+string right after `.` or a
 backquote (there `r` continues a name). An unterminated comment, string, character literal or
 `«` is refused too: Lean reports an error for each, so the file could not build anyway. Honest
 files meet none of these, and refusing them keeps the code view from ever hiding code Lean reads.
