@@ -514,15 +514,39 @@ def candidates_re(literals: tuple[str, ...], classes: tuple[str, ...]) -> re.Pat
     )
 
 
+# Characters that, right before a candidate (blanks between), leave it open whether it is
+# declared: a name character or `.` (the candidate may sit inside a longer name, or a run), and
+# `_LIVE_BEFORE` and the openers (see `plainly_used`); `|` too when the file has an inductive.
+_LIVE_CLASS = "".join(re.escape(c) for c in sorted(_LIVE_BEFORE | _OPENERS))
+_LIVE_RE_CACHE: dict[tuple[str, bool], re.Pattern[str]] = {}
+
+
+def _live_candidates_re(candidates: re.Pattern[str], bars: bool) -> re.Pattern[str]:
+    """`candidates`, where the character before them (blanks skipped on their line) does not
+    show at once that they are only used (C-level: most uses are never looked at in Python).
+    Every candidate it leaves out `plainly_used` would settle as a use: after any other symbol,
+    after `:=` with no `::` after the name, after `|` in a file without an inductive."""
+    key = (candidates.pattern, bars)
+    if key not in _LIVE_RE_CACHE:
+        live = f"[{ID_REST_CLASS}.{_LIVE_CLASS}{'|' if bars else ''}]"
+        ctor_ahead = r"(?<=:=)(?=[ \t]*+(?:[^ \t\n:]++[ \t\n]*+)*+::)"  # `:= name ::`
+        _LIVE_RE_CACHE[key] = re.compile(
+            rf"(?:(?<={live})|^|{ctor_ahead})[ \t]*+(?:{candidates.pattern})", re.MULTILINE
+        )
+    return _LIVE_RE_CACHE[key]
+
+
 def first_declaration(code: str, find: Finder, candidates: re.Pattern[str]) -> Hit | None:
     """The first place `code` (a code view) declares a name that `find` protects, as Lean files
     it (see the module docstring), or None."""
     reader: _Reader | None = None
+    live = _live_candidates_re(candidates, bars="inductive" in code)
     pos = floor = 0
-    while (m := candidates.search(code, pos)) is not None:
+    while (m := live.search(code, max(pos - 1, 0))) is not None:
         reader = reader or _Reader(code)
-        start, end = reader.chunk_around(m.start(), m.end())
-        pos = end
+        word = candidates.search(code, m.start(), m.end())
+        start, end = reader.chunk_around(word.start(), word.end())  # type: ignore[union-attr]
+        pos = max(end, pos + 1)
         if find(code[start:end]) is None:
             continue
         if (stop := reader.plainly_used(start, end)) is None:

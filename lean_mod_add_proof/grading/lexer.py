@@ -324,7 +324,7 @@ class _Lexer:
                     self.add("string", pos, m.end(), '"')
                     pos = m.end()
             elif ch == "'":
-                if (token_end := self.apostrophe_token_end(pos)) is not None:  # `×'`, `Σ'`, `]'`
+                if before in _BEFORE_APOSTROPHE and (token_end := self.apostrophe_token_end(pos)) is not None:
                     self.note_code(text[pos:token_end])
                     pos = token_end
                     continue
