@@ -411,3 +411,52 @@ def test_every_apostrophe_token_before_a_quote_reads_as_lean_reads_it(token: str
     text = f'def y := a {token}{quoted(quote, ["x"])} b "s" {quoted(quote, ["z"])}\n'
     reference = reference_code_mask(text)
     assert reference is not None and lexer_code_mask(text) == reference
+
+
+# --- readings the mutation run asked for (benchmarks/mutate.py --modules guard_names) -------------
+
+MORE_DECLARED: list[tuple[str, str, str, int]] = [
+    # Lean recovers from the broken `def` at `inductive`: brackets before it do not count
+    ("bracket-left-open-before-an-inductive", "def y := (\ninductive T | true", "true", 4),
+    ("a constructor name holding X", "inductive T | aXb | true", "true", 3),
+    # bars inside a constructor's brackets are a `fun`'s alternatives; the next line's is a constructor
+    ("bars-inside-a-constructor",
+     "inductive T where\n  | mk (f : Bool → Nat := fun | true => 1 | false => 0) : T\n  | true : T",
+     "true", 5),
+    ("structure-constructor-after-a-bracketed-default", "structure S (n : Nat := 5) := true ::\n  x : Nat",
+     "true", 3),
+    ("simple-binder-after-bracketed", "def f (x : Nat) true : Bool := x == 0 && true", "true", 3),
+    ("simple-binder-after-braces", "def f {x : Nat} false : Bool := x == 0", "false", 3),
+    ("field-after-a-closing-bracket", "structure S where\n  a : Nat := (1)\n  true : Bool", "true", 5),
+    ("field-after-a-bang", "structure S where\n  b : Nat := [1][0]!\n  true : Bool", "true", 5),
+    ("field-after-a-question-mark",
+     "structure S where\n  b : Option Nat := [1][0]?\n  true : Bool", "true", 5),
+    ("field-after-a-doc-comment-mid-line", "structure S where\n  a : Nat /-- doc -/ true : Bool", "true", 4),
+    ("field-after-an-attribute-mid-line",
+     "structure S where\n  a : Nat := 0 @[simp] false : Bool", "false", 4),
+    ("instance-priority-after-an-earlier-paren",
+     "def y := (1)\ninstance (priority := low) true : Inhabited Nat := ⟨0⟩", "true", 4),
+]  # fmt: skip
+
+MORE_HONEST: list[tuple[str, str]] = [
+    ("application-argument-after-two-blanks", "structure S where\n  a : Bool := id  true"),
+    ("a-structure-without-fields-then-a-definition", "structure S\ndef f : Bool :=\n  true"),
+    ("class-abbrev-parents", "class abbrev C := Nonempty Nat\n                  Inhabited Nat"),
+    ("a-parenthesised-function", "example : (id) true = true := rfl"),
+    ("a-list-argument-after-an-attribute",
+     "@[simp] theorem t (f : List Nat → Bool → Nat) (x : Nat) : f [x] true = f [x] true := rfl"),
+    ("an-operator-ending-a-line", "structure S where\n  a : Nat := 1 +\n  true.toNat"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "name", "line"), [c[1:] for c in MORE_DECLARED], ids=[c[0] for c in MORE_DECLARED]
+)
+def test_more_declared_names_are_refused(body: str, name: str, line: int) -> None:
+    assert verdict_of(body) == (False, name, line), check_guard(with_body(body)).reason
+
+
+@pytest.mark.parametrize("body", [b for _, b in MORE_HONEST], ids=[i for i, _ in MORE_HONEST])
+def test_more_uses_pass(body: str) -> None:
+    verdict = check_guard(with_body(body))
+    assert verdict.passed, verdict.reason

@@ -119,6 +119,7 @@ _BREAKER_RE = re.compile(
 )
 _IDENTIFIER_RE = re.compile(IDENTIFIER)
 _BRACKET_RE = re.compile(r"[\[\]]")
+_NEWLINE_RE = re.compile(r"\n")
 _LINE_BREAK_RE = re.compile(r"\n[ \t]*+")
 _PRIORITY_RE = re.compile(r"\([ \t\n]*+priority[ \t\n]*+:=")
 _HEADER_END_RE = re.compile(rf"(?<![{ID_REST_CLASS}.])where(?![{ID_REST_CLASS}]|\.[{ID_REST_CLASS}])|:=")
@@ -132,10 +133,12 @@ _SYMBOLS = tuple(
     )
 )  # fmt: skip
 _OPENERS = frozenset("([{⦃")
+_CLOSERS = frozenset(")]}⦄")
 # Characters right before a run that may make it a declaration in a way `plainly_used` does not
-# settle: `)` (`instance (priority := p) name`), `]` (an attribute list), `/` (a doc comment's
+# settle: the closing brackets (`instance (priority := p) name`, an attribute list, simple binders
+# after bracketed ones), `/` (a doc comment's
 # `-/`), the binder symbols, `'` (`Σ'`), `!` (`∃!`).
-_LIVE_BEFORE = frozenset(")]/∀∃λΣ'!")
+_LIVE_BEFORE = frozenset(")]}⦄/∀∃λΣ'!")
 _CHUNK_CHAR_RE = re.compile(rf"[{ID_REST_CLASS}.]")
 _TERM_END_SYMBOLS = frozenset(')]}⟩⦄›"')
 _CLASS_OF_WORD = {
@@ -184,6 +187,7 @@ class _Reader:
         self._blocks: dict[int, _Block | None] = {}
         self._depth: dict[int, tuple[int, int]] = {}  # inductive start -> (position, depth there)
         self._headers: dict[int, int | None] = {}  # structure keyword -> its header's end
+        self._newlines: list[int] | None = None
 
     # --- tokens ---------------------------------------------------------------------------------
 
@@ -231,6 +235,14 @@ class _Reader:
         if before == 0 or self.code[before - 1] == "\n":
             return pos - before
         return None
+
+    def column(self, pos: int) -> int:
+        """The column of `pos` (characters since its line's start; the line breaks are found
+        once, on first need)."""
+        if self._newlines is None:
+            self._newlines = [m.start() for m in _NEWLINE_RE.finditer(self.code)]
+        at = bisect.bisect_left(self._newlines, pos) - 1
+        return pos - (self._newlines[at] + 1 if at >= 0 else 0)
 
     def keyword_positions(self, words: tuple[str, ...]) -> list[int]:
         key = " ".join(words)
@@ -283,17 +295,14 @@ class _Reader:
     # --- what stands before a run ----------------------------------------------------------------
 
     def attribute_open(self, close: int) -> int | None:
-        """The `@[` whose list ends with the `]` at `close`, if that `]` closes an attribute list."""
-        code = self.code
-        opener = code.rfind("[", 0, close)
-        if opener > 0 and code[opener - 1] == "@" and "]" not in code[opener:close]:
-            return opener - 1
-        depth = 0  # nested brackets inside the list: match them one by one (on the reversed text)
+        """The `@[` whose list ends with the `]` at `close`, if that `]` closes an attribute list:
+        the brackets are matched one by one, back from `close` (on the reversed text)."""
+        depth = 0
         for m in _BRACKET_RE.finditer(self.rev, self.n - 1 - close):
             depth += 1 if m.group(0) == "]" else -1
             if depth == 0:
                 at = self.n - 1 - m.start()
-                return at - 1 if at > 0 and code[at - 1] == "@" else None
+                return at - 1 if self.code[at - 1 : at] == "@" else None
         return None
 
     def skip_modifiers(self, token: _Token) -> tuple[_Token, int | None]:
@@ -487,11 +496,18 @@ class _Reader:
             return _CONSTRUCTOR_RANK, "'| {name}'", _CONSTRUCTOR_HINT, False
         item = first_modifier if first_modifier is not None else begin
         block = self.block_for(item)
-        if block is not None:
-            column = self.line_start(item)
-            at_item = item == block.first or (column == block.column and self.ends_term(self.previous(item)))
-            if at_item:
-                return _FIELD_RANK, "'{name} ...'", " (a structure or class field)", False
+        if block is not None and (
+            item == block.first
+            or (self.line_start(item) == block.column and self.ends_term(self.previous(item)))
+            # a doc comment, an attribute list or `private` cannot go on a term: after a complete
+            # term, at a column at least the block's, it starts the next item (`checkColGe`)
+            or (
+                first_modifier is not None
+                and self.column(item) >= block.column
+                and self.ends_term(self.previous(item))
+            )
+        ):
+            return _FIELD_RANK, "'{name} ...'", " (a structure or class field)", False
         if before.kind == "sym" and before.text == ":=" and self.double_colon_after(stop):
             header = self.last_before(("structure", "class"), begin)
             if header is not None and self.structure_header_end(header) == before.end:
@@ -501,6 +517,9 @@ class _Reader:
         ):
             return _BINDER_RANK, f"'{before.text} {{name}}'", " (a binder)", False
         if before.kind == "sym" and before.text in _OPENERS and self.lone_colon_after(stop):
+            return _BINDER_RANK, "'{name} :'", _BINDER_HINT, False
+        # simple binders after bracketed ones: `def f (x : Nat) true : Bool`
+        if before.kind == "sym" and before.text in _CLOSERS and self.lone_colon_after(stop):
             return _BINDER_RANK, "'{name} :'", _BINDER_HINT, False
         return None
 
