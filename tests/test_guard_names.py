@@ -434,6 +434,9 @@ MORE_DECLARED: list[tuple[str, str, str, int]] = [
     ("field-after-a-doc-comment-mid-line", "structure S where\n  a : Nat /-- doc -/ true : Bool", "true", 4),
     ("field-after-an-attribute-mid-line",
      "structure S where\n  a : Nat := 0 @[simp] false : Bool", "false", 4),
+    ("structure-with-assign-fields", "structure S :=\n  x : Nat\n  true : Bool", "true", 5),
+    ("structure-constructor-then-field-glued", "structure S where\n  mk ::true : Bool", "true", 4),
+    ("field-after-a-constructor-line", "structure S where mk ::\n  x : Nat\n  true : Bool", "true", 5),
     ("instance-priority-after-an-earlier-paren",
      "def y := (1)\ninstance (priority := low) true : Inhabited Nat := ⟨0⟩", "true", 4),
 ]  # fmt: skip
@@ -446,7 +449,25 @@ MORE_HONEST: list[tuple[str, str]] = [
     ("a-list-argument-after-an-attribute",
      "@[simp] theorem t (f : List Nat → Bool → Nat) (x : Nat) : f [x] true = f [x] true := rfl"),
     ("an-operator-ending-a-line", "structure S where\n  a : Nat := 1 +\n  true.toNat"),
+    # a line left of the fields' column ends them (Lean then reads no field, but an error)
+    ("a-dedent-ends-the-fields", "structure S where\n    a : Nat\n  b : Nat\n    true : Bool"),
+    ("a-dedent-by-one-ends-the-fields", "structure S where\n    a : Nat\n   b : Nat\n    true : Bool"),
+    ("a-named-argument-called-true", "def y := f (true := 1)"),
+    ("a-cons-in-brackets", "def y := (true :: [])"),
+    ("a-match-after-an-inductive", "inductive D | a\ndef f : Bool → Nat\n  | true => 1\n  | false => 0"),
+    ("a-structure-with-no-fields-then-a-line", "structure S where\ndef f : Bool := id\ntrue"),
 ]  # fmt: skip
+
+
+def test_an_inductive_that_ends_the_file_reads_its_constructors() -> None:
+    # no command after it: the body runs to the end of the text
+    from lean_mod_add_proof.grading.guard_names import candidates_re, first_declaration
+
+    def find(name: str) -> str | None:
+        return "true" if name == "true" else None
+
+    hit = first_declaration("inductive T | a | true\n", find, candidates_re(("true",), ("Inhabited",)))
+    assert hit is not None and hit[:4] == (18, 1, "'| true'", "true")
 
 
 @pytest.mark.parametrize(

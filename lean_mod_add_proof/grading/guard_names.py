@@ -136,9 +136,9 @@ _OPENERS = frozenset("([{⦃")
 _CLOSERS = frozenset(")]}⦄")
 # Characters right before a run that may make it a declaration in a way `plainly_used` does not
 # settle: the closing brackets (`instance (priority := p) name`, an attribute list, simple binders
-# after bracketed ones), `/` (a doc comment's
+# after bracketed ones), `:` (a structure's `ctor ::` before its first field), `/` (a doc comment's
 # `-/`), the binder symbols, `'` (`Σ'`), `!` (`∃!`).
-_LIVE_BEFORE = frozenset(")]}⦄/∀∃λΣ'!")
+_LIVE_BEFORE = frozenset(")]}⦄/∀∃λΣ'!:")
 _CHUNK_CHAR_RE = re.compile(rf"[{ID_REST_CLASS}.]")
 _TERM_END_SYMBOLS = frozenset(')]}⟩⦄›"')
 _CLASS_OF_WORD = {
@@ -289,8 +289,7 @@ class _Reader:
         return self.code.startswith(":", p) and not self.code.startswith((":=", "::"), p)
 
     def double_colon_after(self, pos: int) -> bool:
-        p = self.blanks_after(pos)
-        return self.code.startswith("::", p) and not self.code.startswith(":::", p)
+        return self.code.startswith("::", self.blanks_after(pos))
 
     # --- what stands before a run ----------------------------------------------------------------
 

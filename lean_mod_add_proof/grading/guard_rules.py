@@ -512,14 +512,14 @@ def _protected_in(name: str) -> str | None:
 
 
 _CLASS_NAMES = frozenset(INSTANCE_CLASSES)
-_CANDIDATES_RE = candidates_re(LITERAL_NAMES, INSTANCE_CLASSES)
 
 
 @functools.lru_cache(maxsize=1)
 def _shadowing(code: str) -> Hit | None:
     """The first place `code` declares a literal name or an allowed class's name, as Lean files
     it (`guard_names.first_declaration`; one reading for rules 10 and 11)."""
-    return first_declaration(code, _protected_in, _CANDIDATES_RE)
+    # built on each call (`re` keeps the compiled pattern): no work at import time
+    return first_declaration(code, _protected_in, candidates_re(LITERAL_NAMES, INSTANCE_CLASSES))
 
 
 _OPEN_BRACKETS, _CLOSE_BRACKETS = "([{⦃⟨", ")]}⦄⟩"
