@@ -87,12 +87,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_guard_corpus.py",
     ),
     # The recogniser of declared names (issue 38): its own tests first, they are the fastest.
-    "guard_names": (
-        "tests/test_guard_names.py",
-        "tests/test_allowlists.py",
-        "tests/test_guard.py",
-        "tests/test_guard_corpus.py",
-    ),
+    "guard_names": ("tests/test_guard_names.py", "tests/test_allowlists.py", "tests/test_guard.py"),
     "lean_tokens": (
         "tests/test_guard_token_table.py",
         "tests/test_guard_names.py",
