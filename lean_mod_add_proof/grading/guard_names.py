@@ -141,11 +141,6 @@ _CLOSERS = frozenset(")]}⦄")
 _LIVE_BEFORE = frozenset(")]}⦄/∀∃λΣ'!:")
 _CHUNK_CHAR_RE = re.compile(rf"[{ID_REST_CLASS}.]")
 _TERM_END_SYMBOLS = frozenset(')]}⟩⦄›"')
-_CLASS_OF_WORD = {
-    **dict.fromkeys(DECLARING_KEYWORDS, "declaring"),
-    **dict.fromkeys(BINDER_KEYWORDS, "binder"),
-    **dict.fromkeys(MODIFIERS, "modifier"),
-}
 _WORD_RE_CACHE: dict[str, re.Pattern[str]] = {}
 
 
