@@ -157,3 +157,16 @@ def test_doctor_selftest_prints_the_line(capsys: pytest.CaptureFixture[str]) -> 
     line = "guard token table: differs: not in the toolchain: ]'"
     _print_selftest({"passed": True, "route": "replay (export)", "canaries": [], "token_table": line})
     assert line in capsys.readouterr().out
+
+
+def test_doctor_selftest_reports_the_table_beside_the_canaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from lean_mod_add_proof.cli import main
+
+    flags = ["--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
+    assert main(["doctor", "--selftest", "--json", *flags]) == 0  # the canaries decide the status
+    report = json.loads(capsys.readouterr().out)
+    assert report["token_table"] == f"guard token table: matches ({len(APOSTROPHE_TOKENS)} apostrophe tokens)"
