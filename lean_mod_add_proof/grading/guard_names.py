@@ -119,7 +119,6 @@ _BREAKER_RE = re.compile(
 )
 _IDENTIFIER_RE = re.compile(IDENTIFIER)
 _BRACKET_RE = re.compile(r"[\[\]]")
-_NEWLINE_RE = re.compile(r"\n")
 _LINE_BREAK_RE = re.compile(r"\n[ \t]*+")
 _PRIORITY_RE = re.compile(r"\([ \t\n]*+priority[ \t\n]*+:=")
 _HEADER_END_RE = re.compile(rf"(?<![{ID_REST_CLASS}.])where(?![{ID_REST_CLASS}]|\.[{ID_REST_CLASS}])|:=")
@@ -179,10 +178,9 @@ class _Reader:
         self.n = len(code)
         self.rev = code[::-1]
         self._keywords: dict[str, list[int]] = {}
-        self._blocks: dict[int, _Block | None] = {}
+        self._blocks: dict[int, _Block] = {}
         self._depth: dict[int, tuple[int, int]] = {}  # inductive start -> (position, depth there)
         self._headers: dict[int, int | None] = {}  # structure keyword -> its header's end
-        self._newlines: list[int] | None = None
 
     # --- tokens ---------------------------------------------------------------------------------
 
@@ -230,14 +228,6 @@ class _Reader:
         if before == 0 or self.code[before - 1] == "\n":
             return pos - before
         return None
-
-    def column(self, pos: int) -> int:
-        """The column of `pos` (characters since its line's start; the line breaks are found
-        once, on first need)."""
-        if self._newlines is None:
-            self._newlines = [m.start() for m in _NEWLINE_RE.finditer(self.code)]
-        at = bisect.bisect_left(self._newlines, pos) - 1
-        return pos - (self._newlines[at] + 1 if at >= 0 else 0)
 
     def keyword_positions(self, words: tuple[str, ...]) -> list[int]:
         key = " ".join(words)
@@ -332,7 +322,7 @@ class _Reader:
         """Whether a layout item may start right after `token` (the term before it is complete)."""
         if token.kind == "word":
             return token.text not in CONTINUING_KEYWORDS
-        return token.kind == "sym" and (token.text in _TERM_END_SYMBOLS or token.text in ("!", "?"))
+        return token.kind == "sym" and token.text in _TERM_END_SYMBOLS  # `xs[i]!`: `!` is a word
 
     # --- inductive bodies ------------------------------------------------------------------------
 
@@ -375,20 +365,19 @@ class _Reader:
             return self._headers[keyword]
         code = self.code
         start = keyword + len("class" if code.startswith("class", keyword) else "structure")
-        word = self.blanks_after(start)
         found: int | None = None
-        if code[word : _CHUNK_AFTER_RE.match(code, word).end()] not in ("inductive", "abbrev"):  # type: ignore[union-attr]
-            depth, done = 0, start
-            for m in _HEADER_END_RE.finditer(code, start, self.next_command(start)):
-                depth += _depth_change(code, done, m.start())
-                done = m.start()
-                if depth <= 0:
-                    found = m.end()
-                    break
+        depth, done = 0, start
+        # `class inductive` and `class abbrev` end here at once: their second word is a command's
+        for m in _HEADER_END_RE.finditer(code, start, self.next_command(start)):
+            depth += _depth_change(code, done, m.start())
+            done = m.start()
+            if depth <= 0:
+                found = m.end()
+                break
         self._headers[keyword] = found
         return found
 
-    def block_after(self, opener: int) -> _Block | None:
+    def block_after(self, opener: int) -> _Block:
         """The items after a `where` or a structure's `:=` ending at `opener`: the first item
         (after an optional `ctor ::`), its column, and where the block ends."""
         code = self.code
@@ -396,11 +385,8 @@ class _Reader:
         name_end = _CHUNK_AFTER_RE.match(code, first).end()  # type: ignore[union-attr]
         if name_end > first and self.double_colon_after(name_end):  # `mk ::`
             first = self.blanks_after(self.blanks_after(name_end) + 2)
-        if first >= self.n or code[first] == "|":
-            return None
-        word_end = _CHUNK_AFTER_RE.match(code, first).end()  # type: ignore[union-attr]
-        if code[first:word_end] in COMMAND_KEYWORDS:
-            return None
+        # (an inductive's `| ctor` lines are read as constructors before any field; a first
+        # item that is a command ends the block where it starts: `next_command` below)
         column = first - (code.rfind("\n", 0, first) + 1)
         left = re.compile(rf"\n[ \t]{{0,{column - 1}}}(?=[^ \t\n])") if column else None
         drop = left.search(code, first) if left is not None else None
@@ -494,12 +480,9 @@ class _Reader:
             item == block.first
             or (self.line_start(item) == block.column and self.ends_term(self.previous(item)))
             # a doc comment, an attribute list or `private` cannot go on a term: after a complete
-            # term, at a column at least the block's, it starts the next item (`checkColGe`)
-            or (
-                first_modifier is not None
-                and self.column(item) >= block.column
-                and self.ends_term(self.previous(item))
-            )
+            # term it starts the next item (`checkColGe`: every line of the block is at least at
+            # its column, or the block has ended)
+            or (first_modifier is not None and self.ends_term(self.previous(item)))
         ):
             return _FIELD_RANK, "'{name} ...'", " (a structure or class field)", False
         if before.kind == "sym" and before.text == ":=" and self.double_colon_after(stop):
