@@ -131,6 +131,28 @@ def test_the_instance_name_is_what_the_message_quotes() -> None:
     assert reason.startswith("'instance true' on line 3: nothing may be named `true` or `false`")
 
 
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ("instance (priority := low) true : Inhabited Nat := ⟨0⟩", "'instance true' on line 3"),
+        ("instance (priority := low) true {x : Nat} : Inhabited Nat := ⟨0⟩", "'instance true' on line 3"),
+        ("structure S where\n  a : Nat := (1)\n  true : Bool", "'true ...' on line 5"),
+        ("theorem t : True := aux\nwhere\naux : True := trivial\ntrue := 1", "'true ...' on line 6"),
+        ("def z := 1\nstructure S where\n  @[simp] true := [1]", "'where true' on line 5"),
+        ("structure S (n : Nat := 5) := true ::\n  x : Nat", "':= true ::' on line 3"),
+        ("inductive T where\n  | a : T\n  | true : T", "'| true' on line 5"),
+        ("def f (x : Nat) true : Bool := x == 0", "'true :' on line 3"),
+    ],
+)
+def test_the_message_quotes_how_the_name_is_declared(body: str, shown: str) -> None:
+    reason = check_guard(with_body(body)).reason
+    assert reason is not None and reason.startswith(shown), reason
+    kind = {"'true ...'": " (a structure or class field)", "':= true ::'": " (a structure constructor)"}
+    for start, hint in kind.items():
+        if shown.startswith(start):
+            assert hint in reason, reason
+
+
 def test_deriving_instance_names_no_instance() -> None:
     # `deriving instance C for T` names classes, never an instance's own name
     assert verdict_of("inductive D | up | down\nderiving instance DecidableEq, Inhabited for D")[0]
@@ -439,6 +461,14 @@ MORE_DECLARED: list[tuple[str, str, str, int]] = [
     ("field-after-a-constructor-line", "structure S where mk ::\n  x : Nat\n  true : Bool", "true", 5),
     ("instance-priority-after-an-earlier-paren",
      "def y := (1)\ninstance (priority := low) true : Inhabited Nat := ⟨0⟩", "true", 4),
+    ("structure-constructor-after-two-bracketed-defaults",
+     "structure S (n : Nat := 5) (m : Nat := 6) := true ::\n  x : Nat", "true", 3),
+    # `where` declarations at column 0 (`sepByIndent`: `checkColGe` against column 0)
+    ("a-where-declaration-at-column-0",
+     "theorem t : True := aux\nwhere\naux : True := trivial\ntrue := 1", "true", 6),
+    ("an-attribute-started-field-indented-further",
+     "structure S where\n  a : Nat\n    @[simp] true : Bool", "true", 5),
+    ("class-inductive-constructor", "class inductive C | true", "true", 3),
 ]  # fmt: skip
 
 MORE_HONEST: list[tuple[str, str]] = [
@@ -456,6 +486,9 @@ MORE_HONEST: list[tuple[str, str]] = [
     ("a-cons-in-brackets", "def y := (true :: [])"),
     ("a-match-after-an-inductive", "inductive D | a\ndef f : Bool → Nat\n  | true => 1\n  | false => 0"),
     ("a-structure-with-no-fields-then-a-line", "structure S where\ndef f : Bool := id\ntrue"),
+    ("a-parenthesised-function-after-two-blanks", "structure S where\n  a : Bool := (id)  true"),
+    ("a-fun-default-in-a-constructor-after-a-parenthesis",
+     "def y := (1)\ninductive T | mk (fX : Bool → Nat := fun | true => 1 | false => 0) : T"),
 ]  # fmt: skip
 
 
