@@ -119,6 +119,7 @@ _BREAKER_RE = re.compile(
 )
 _IDENTIFIER_RE = re.compile(IDENTIFIER)
 _BRACKET_RE = re.compile(r"[\[\]]")
+_PAREN_RE = re.compile(r"[()]")
 _LINE_BREAK_RE = re.compile(r"\n[ \t]*+")
 _PRIORITY_RE = re.compile(r"\([ \t\n]*+priority[ \t\n]*+:=")
 _HEADER_END_RE = re.compile(rf"(?<![{ID_REST_CLASS}.])where(?![{ID_REST_CLASS}]|\.[{ID_REST_CLASS}])|:=")
@@ -140,7 +141,6 @@ _CLOSERS = frozenset(")]}⦄")
 _LIVE_BEFORE = frozenset(")]}⦄/∀∃λΣ'!:")
 _CHUNK_CHAR_RE = re.compile(rf"[{ID_REST_CLASS}.]")
 _TERM_END_SYMBOLS = frozenset(')]}⟩⦄›"')
-_WORD_RE_CACHE: dict[str, re.Pattern[str]] = {}
 
 
 def _depth_change(code: str, start: int, end: int) -> int:
@@ -149,12 +149,10 @@ def _depth_change(code: str, start: int, end: int) -> int:
 
 
 def _words_re(words: tuple[str, ...]) -> re.Pattern[str]:
-    """Any of `words` as a whole chunk (not part of a longer name, not after a `.`)."""
-    key = " ".join(words)
-    if key not in _WORD_RE_CACHE:
-        alt = "|".join(sorted(words, key=len, reverse=True))
-        _WORD_RE_CACHE[key] = re.compile(rf"(?<![{ID_REST_CLASS}.])(?:{alt}){_NOT_CHUNK}")
-    return _WORD_RE_CACHE[key]
+    """Any of `words` as a whole chunk (not part of a longer name, not after a `.`); `re` keeps
+    the compiled pattern in its own cache."""
+    alt = "|".join(sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<![{ID_REST_CLASS}.])(?:{alt}){_NOT_CHUNK}")
 
 
 class _Token(NamedTuple):
@@ -225,7 +223,8 @@ class _Reader:
         """The column of `pos` when only blanks stand before it on its line, else None."""
         m = _INDENT_BEFORE_RE.match(self.rev, self.n - pos)
         before = pos - (m.end() - m.start())  # type: ignore[union-attr]
-        if before == 0 or self.code[before - 1] == "\n":
+        # (only asked inside a layout block: its opener stands before `pos`, so `before > 0`)
+        if self.code[before - 1] == "\n":
             return pos - before
         return None
 
@@ -281,12 +280,16 @@ class _Reader:
     def attribute_open(self, close: int) -> int | None:
         """The `@[` whose list ends with the `]` at `close`, if that `]` closes an attribute list:
         the brackets are matched one by one, back from `close` (on the reversed text)."""
-        depth = 0
-        for m in _BRACKET_RE.finditer(self.rev, self.n - 1 - close):
-            depth += 1 if m.group(0) == "]" else -1
+        at = self._opener(close, _BRACKET_RE, "]")
+        return at - 1 if at is not None and self.code[at - 1 : at] == "@" else None
+
+    def _opener(self, close: int, brackets: re.Pattern[str], closer: str) -> int | None:
+        """Where the bracket matching the closing one at `close` opens (on the reversed text)."""
+        depth = 1
+        for m in brackets.finditer(self.rev, self.n - close):
+            depth += 1 if m.group(0) == closer else -1
             if depth == 0:
-                at = self.n - 1 - m.start()
-                return at - 1 if self.code[at - 1 : at] == "@" else None
+                return self.n - 1 - m.start()
         return None
 
     def skip_modifiers(self, token: _Token) -> tuple[_Token, int | None]:
@@ -308,8 +311,8 @@ class _Reader:
 
     def priority_instance(self, close: _Token) -> bool:
         """Whether the `)` token closes `instance (priority := ...)`."""
-        opener = self.code.rfind("(", 0, close.start)
-        if opener < 0 or _PRIORITY_RE.match(self.code, opener, close.start) is None:
+        opener = self._opener(close.start, _PAREN_RE, ")")  # `(priority := (default + 1))`
+        if opener is None or _PRIORITY_RE.match(self.code, opener) is None:
             return False
         before = self.previous(opener)
         return before.kind == "word" and before.text == "instance" and not self.after_deriving(before)
@@ -383,13 +386,13 @@ class _Reader:
         code = self.code
         first = self.blanks_after(opener)
         name_end = _CHUNK_AFTER_RE.match(code, first).end()  # type: ignore[union-attr]
-        if name_end > first and self.double_colon_after(name_end):  # `mk ::`
+        if self.double_colon_after(name_end):  # `mk ::`
             first = self.blanks_after(self.blanks_after(name_end) + 2)
         # (an inductive's `| ctor` lines are read as constructors before any field; a first
         # item that is a command ends the block where it starts: `next_command` below)
         column = first - (code.rfind("\n", 0, first) + 1)
-        left = re.compile(rf"\n[ \t]{{0,{column - 1}}}(?=[^ \t\n])") if column else None
-        drop = left.search(code, first) if left is not None else None
+        # a line left of the column (fewer blanks before its first token) ends the block
+        drop = re.compile(rf"\n(?![ \t]{{{column}}})(?=[ \t]*+[^ \t\n])").search(code, first)
         end = min(drop.start() if drop is not None else self.n, self.next_command(first))
         return _Block(first, column, end)
 
