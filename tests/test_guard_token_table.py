@@ -134,6 +134,17 @@ def test_a_toolchain_without_init_is_not_checked(tmp_path: Path) -> None:
     assert "unknown module prefix 'Init'" in report.line
 
 
+def test_a_reading_that_finds_no_init_token_is_not_checked_never_a_difference(tmp_path: Path) -> None:
+    # audit F1: without the check, a reader that found no entry would blame the guard's table
+    # ("differs: not in the toolchain: #' ]' ..."); the program stops instead
+    assert "initTokens == 0" in TOKEN_TABLE_LEAN.read_text(encoding="utf-8")
+    toolchain = copy_double(tmp_path / "toolchain")
+    (toolchain / "double-token-table").write_text("")
+    report = asyncio.run(run_token_table(toolchain, toolchain / "bin" / "lean", work_root=tmp_path))
+    assert report.line.startswith("guard token table: not checked: TokenTable.lean exited with 1")
+    assert "no token entries in Init's modules" in report.line and not report.matches
+
+
 def test_a_program_that_cannot_start_is_not_checked(tmp_path: Path) -> None:
     report = asyncio.run(run_token_table(DOUBLE_DIR, tmp_path / "no-lean", work_root=tmp_path))
     assert report.line.startswith("guard token table: not checked: could not run TokenTable.lean")

@@ -6,10 +6,12 @@ matches", "... differs: ...", or "... not checked: ..."), so that a wrong belief
 about Lean's tokens shows, never stays silent. A mismatch does not stop grading (the decision
 and why: docs/trust-model.md, "The guard's token table").
 
-The program is the grader's own and reads only the toolchain's library (it imports `Init`, with
-no extension or initializer run), so it runs unsandboxed, like the judge's trusted build step,
-in a fresh directory under the work root, through `process.run_command` under a deadline and
-the usual caps.
+The program is the grader's own and reads only the toolchain's library, so it runs unsandboxed,
+like the judge's trusted build step, in a fresh directory under the work root, through
+`process.run_command` under a deadline and the usual caps. Its `main` imports `Init` with no
+extension's import function and no initializer run; the frontend's own `import Lean`, which
+elaborates the program, loads Lean's extensions and runs the toolchain's own `[init]`
+declarations, as for `lean --run Judge.lean` (audit of TokenTable.lean, F3).
 """
 
 from __future__ import annotations
