@@ -114,7 +114,8 @@ MODULES: dict[str, tuple[str, ...]] = {
 #: The slow guard modules `--guard-sample` samples (the recogniser, guard_names, is always run whole).
 GUARD_SAMPLED = frozenset({"guard_rules", "guard_words"})
 
-#: Tests timed against the wall clock (by name; tests/timing.py): left out of mutation runs.
+#: Tests that time the code (by name; tests/timing.py, CPU time): left out of mutation runs, whose
+#: instrumented runs would only slow them.
 WALL_CLOCK = "not time_is_linear"
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-k", WALL_CLOCK, "--hypothesis-seed=0"]
 
