@@ -167,3 +167,16 @@ def test_the_process_package_imports_one_way_and_stays_small() -> None:
         assert process.__name__ not in imported, name  # never through the package's __init__
         big = [n.name for n in nodes if isinstance(n, ast.ClassDef) and (n.end_lineno or 0) - n.lineno >= 300]
         assert big == [], (name, big)
+
+
+def test_every_grading_module_and_class_stays_small() -> None:
+    """The project's standard for all of grading/ (the process package checks its own above): no
+    module over 900 lines, no class over 300."""
+    root = Path(process.__file__).parent.parent
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        name = str(path.relative_to(root))
+        assert source.count("\n") <= 900, name
+        nodes = ast.walk(ast.parse(source))
+        big = [n.name for n in nodes if isinstance(n, ast.ClassDef) and (n.end_lineno or 0) - n.lineno >= 300]
+        assert big == [], (name, big)

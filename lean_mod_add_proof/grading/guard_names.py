@@ -168,17 +168,15 @@ class _Block(NamedTuple):
     end: int  # where the block ends (the first line left of `column`, or the next command)
 
 
-class _Reader:
-    """One file's code view, read backwards and forwards from the names that matter."""
+class _TokenReader:
+    """One file's code view, read backwards and forwards in Lean's tokens: chunks, runs, and what
+    stands before a run."""
 
     def __init__(self, code: str) -> None:
         self.code = code
         self.n = len(code)
         self.rev = code[::-1]
         self._keywords: dict[str, list[int]] = {}
-        self._blocks: dict[int, _Block] = {}
-        self._depth: dict[int, tuple[int, int]] = {}  # inductive start -> (position, depth there)
-        self._headers: dict[int, int | None] = {}  # structure keyword -> its header's end
 
     # --- tokens ---------------------------------------------------------------------------------
 
@@ -326,6 +324,17 @@ class _Reader:
         if token.kind == "word":
             return token.text not in CONTINUING_KEYWORDS
         return token.kind == "sym" and token.text in _TERM_END_SYMBOLS  # `xs[i]!`: `!` is a word
+
+
+class _Reader(_TokenReader):
+    """How Lean files the runs that matter: an inductive's constructors, layout blocks (fields and
+    `where` declarations), and the reading of a run from what stands before it."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self._blocks: dict[int, _Block] = {}
+        self._depth: dict[int, tuple[int, int]] = {}  # inductive start -> (position, depth there)
+        self._headers: dict[int, int | None] = {}  # structure keyword -> its header's end
 
     # --- inductive bodies ------------------------------------------------------------------------
 
