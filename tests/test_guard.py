@@ -665,7 +665,9 @@ LITERAL_CASES: list[tuple[str, str, str, int]] = [
     ("constructor-qualified", "inductive T | T.true", "true", 3),
     ("binder", "def f (true : Bool) : Bool := true", "true", 3),
     ("variable", "variable (false : Bool)", "false", 3),
-    ("ascription", "example : (true : Bool) = true := rfl", "true", 3),
+    # a group followed by `→` is a dependent arrow's binder (an ascription beside `=` passes:
+    # test_guard_names.py, ASCRIPTIONS)
+    ("dependent-arrow", "def f : (true : Bool) → Bool := fun b => b", "true", 3),
     ("colon-after-comments", "example := (true /- x -/ -- y\n  : Bool)", "true", 3),
     # shadowing in any position, with or without comments in between (issue 25)
     ("field-run", "structure S where\n  x : Nat\n  true other : Bool", "true", 5),
@@ -996,6 +998,10 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "deriving-instances": lambda n: _fill("deriving instance DecidableEq for T\n", size=n),
     "class-words": lambda n: _fill("Decidable ", size=n),
     "ctor-assigns": lambda n: _fill(":= true ", size=n),
+    # ascriptions beside a relation (issue 38), and groups whose type is never closed
+    "ascriptions": lambda n: _fill("b = (true : Bool) ", size=n),
+    "ascription-openers": lambda n: _fill("= (true : " + "a " * 30, size=n),
+    "ascription-runs": lambda n: _fill("true ", head=HEADER + "= (", tail=": Bool) = b", size=n),
     "instance-words-in-a-header": lambda n: _fill(
         "instance ", head=HEADER + "instance : Decidable (", size=n
     ),

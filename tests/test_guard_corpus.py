@@ -379,6 +379,10 @@ def insert_comment(text: str, pos: int, kind: str, words: str) -> str:
     }[kind]
     if kind != "line" and line_start > 0 and not text[line_start:pos].strip():
         return text[: line_start - 1] + " " + comment.rstrip() + text[line_start - 1 :]
+    if pos > 0 and text[pos - 1] in "!#$%&*+-./:;<=>?@\\^|~":
+        # a comment right after an operator character is refused on purpose (`!--` may be one
+        # token to Lean: lexer.py, `_OPERATOR_CHARS`): a space goes first, as the message says
+        comment = " " + comment
     return text[:pos] + comment + text[pos:]
 
 
@@ -454,12 +458,13 @@ PROMPT_EXAMPLES: list[tuple[list[str], list[str]]] = [
     (
         ["example (b : Bool) : (b && b) = b := match b with\n  | true | false => rfl",
          "theorem q (b : Bool) (h : b = true) : b = true := h",
+         "example : (true : Bool) = true := rfl",
          "def rowCheck (a : Nat) : Bool := a < 7\ndef f (a b : Nat) : Nat := (a + b) % 7\n"
          "theorem rows : ∀ a, a < 7 → rowCheck a = true → ∀ b : Nat, b < 7 → f a b = (a + b) % 7 := by\n"
          "  intro a _ _ b _\n  rfl",
          "def allT : List Bool → Bool\n  | true :: bs => allT bs\n  | _ => false"],
         ["def true : Bool := false", "structure S where true x : Bool",
-         "example : (true : Bool) = true := rfl", "instance true : Inhabited Nat := ⟨0⟩"],
+         "def f : (true : Bool) → Bool := fun b => b", "instance true : Inhabited Nat := ⟨0⟩"],
     ),
     (
         ["def P (n : Nat) : Prop := n < 5\ninstance : ∀ n, Decidable (P n) := fun n => Nat.decLt n 5",

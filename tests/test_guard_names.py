@@ -514,3 +514,54 @@ def test_more_declared_names_are_refused(body: str, name: str, line: int) -> Non
 def test_more_uses_pass(body: str) -> None:
     verdict = check_guard(with_body(body))
     assert verdict.passed, verdict.reason
+
+
+# --- a type ascription beside a relation is no binder group ---------------------------------------
+
+#: Honest ascriptions: a relation or connective right before the `(` or right after the `)`.
+ASCRIPTIONS = [
+    "example : (true : Bool) = true := rfl",
+    "theorem t (b : Bool) (h : b = (true : Bool)) : b = true := h",
+    "example : (false : Bool) ≠ true := by decide",
+    "example : (true : Bool) == true := rfl",
+    "example (b : Bool) : b = true ∨ b = (false : Bool) := by cases b <;> simp",
+    "example (b : Bool) : (b && (true : Bool)) = b := by cases b <;> rfl",
+    "example (p : Prop) (h : p) : p ∧ (true : Bool) = true := ⟨h, rfl⟩",
+    "example (f : Bool → Bool) (h : ∀ b, f b = b) : (f true : Bool) = true := h true",
+    "example : ((true : Bool) ↔ True) ∨ True := Or.inr trivial",
+    "example (c : Nat → Bool) : c 1 = (true : Bool) → c 1 = true := id",
+]
+
+#: Still binder groups (or where one could be): no such relation beside them.
+ASCRIPTION_LIKE_BINDERS: list[tuple[str, str, int]] = [
+    ("def f : (true : Bool) → Bool := fun b => b", "true", 3),
+    ("def S : Type := (true : Bool) ×' Nat", "true", 3),
+    ("def S : Type := (true : Bool) × Nat", "true", 3),
+    ("example : Nat := (fun (true : Bool) => 1) false", "true", 3),
+    ("example : ∀ (true : Bool), true = true := fun _ => rfl", "true", 3),
+    ("def g (true : Bool) (x : Nat) : Nat := x", "true", 3),
+    # `↔` binds looser than a dependent arrow: after it, `(x : T) → U` is one
+    ("example (p : Prop) : p ↔ (true : Bool) → p := sorry_free", "true", 3),
+    # `→` before and after: a binder of the arrow's
+    ("example : True → (true : Bool) → True := fun _ _ => trivial", "true", 3),
+    # the type is not read across a line break or a bracket: refused, as a binder would be
+    ("example : (true :\n  Bool) = true := rfl", "true", 3),
+    ("example : (true : id (Bool)) = true := rfl", "true", 3),
+    ("example := ((true : Bool), 1)", "true", 3),
+    ("example (f : Bool → Nat) := f (true : Bool)", "true", 3),
+    ("def h {true : Bool} : Nat = Nat := rfl", "true", 3),
+    # `:=` is no relation: a term at any precedence follows it (`def T := (x : Nat) → Nat`)
+    ("def b : Bool := (true : Bool)", "true", 3),
+]
+
+
+@pytest.mark.parametrize("body", ASCRIPTIONS)
+def test_an_ascription_beside_a_relation_passes(body: str) -> None:
+    verdict = check_guard(with_body(body))
+    assert verdict.passed, verdict.reason
+
+
+@pytest.mark.parametrize(("body", "name", "line"), ASCRIPTION_LIKE_BINDERS)
+def test_a_group_no_relation_stands_beside_is_still_a_binder(body: str, name: str, line: int) -> None:
+    body = body.replace("sorry_free", "rfl")
+    assert verdict_of(body) == (False, name, line), check_guard(with_body(body)).reason

@@ -150,17 +150,19 @@ after the characters):
    `deriving instance`), with doc comments, attribute lists and
    `private`/`protected`/`noncomputable`/`nonrec` skipped, and the simple binders after it; the
    names of a binder group after an opening bracket and before a lone `:` (`(a true : Bool)`; a
-   type ascription `(true : Bool)` reads the same); the names after a binder keyword or symbol
-   (`∀`, `∃`, `λ`, `fun`, `let`, `have`, `Σ`, `Σ'`) before the `:`, `,`, `=>` or `:=` that ends
-   them; a constructor, after a lone `|` at bracket depth 0 of an `inductive`; a structure or
-   class field, or a declaration after `where`, at the column of the block's first item after a
-   complete term (Lean's layout: a line further right continues an application, and after
-   `then`, `:=` or an operator a term must follow); a structure constructor (`where true ::`,
-   `:= true ::` right after a structure's header). A name holds a literal name when one of its
-   ASCII runs is one (`Net.true`, `_root_.false`, `true'`). A name that is only used is never
-   read: `| true => ...` and `| true :: bs => ...` outside an inductive are patterns,
-   `b = true → ∀ x : Nat, ...` binds only `x`, `:= true :: xs` outside a structure header is a
-   list. Line breaks and comments between the parts never change a reading.
+   type ascription `(true : Bool)` reads the same, unless a relation or connective that a binder
+   group never stands beside does: `b = (true : Bool)`, `(true : Bool) ∧ p`); the names after a
+   binder keyword or symbol (`∀`, `∃`, `λ`, `fun`, `let`, `have`, `Σ`, `Σ'`) before the `:`,
+   `,`, `=>` or `:=` that ends them; a constructor, after a lone `|` at bracket depth 0 of an
+   `inductive`; a structure or class field, or a declaration after `where`, at the column of the
+   block's first item after a complete term (Lean's layout: a line further right continues an
+   application, and after `then`, `:=` or an operator a term must follow); a structure
+   constructor (`where true ::`, `:= true ::` right after a structure's header). A name holds a
+   literal name when one of its ASCII runs is one (`Net.true`, `_root_.false`, `true'`). A name
+   that is only used is never read: `| true => ...` and `| true :: bs => ...` outside an
+   inductive are patterns, `b = true → ∀ x : Nat, ...` binds only `x`, `:= true :: xs` outside a
+   structure header is a list. Line breaks and comments between the parts never change a
+   reading, but for an ascription's type, which is read on its line only (else: a binder).
 11. Instances: each `instance` must declare an instance of exactly one of `INSTANCE_CLASSES`
    (`Decidable`, `DecidableEq`, `DecidablePred`, `DecidableRel`, `Inhabited`, `Nonempty`): the
    class is the head of the type after its first `:` outside brackets, once binders (`∀ x,`,
@@ -225,7 +227,8 @@ Decisions, and why:
   `resolveName` (`src/Lean/Elab/Term.lean`) takes a pre-resolved name over any scope lookup. The
   alias routes are `export` and `open ... renaming x → true` (the word `renaming`), both rule 4;
   `«true»` is rule 2. Rejected honest forms: `(true : Bool)` and `(f true : Bool)` (ascriptions
-  read like binders: the tokens are the same), `deriving instance` of another class. The
+  read like binders: the tokens are the same) unless beside `=`, `≠`, `==`, `!=`, `∧`, `∨`,
+  `&&`, `||` (or `↔` after), `deriving instance` of another class. The
   decisions of issue 38 (attributes, options, `#synth`, `deriving instance`, named arguments,
   `elab` in `elab_as_elim`) are in docs/trust-model.md with their sources. Instances of `Repr`,
   `BEq`, `Hashable`, `ToString`, `Ord`, `LT` stay out (decision and sources in

@@ -27,7 +27,8 @@ around blanks) in Lean's tokens, never in patterns over lines of text:
     the `:`, `,`, `=>` or `:=` that ends the run;
   - an opening bracket, when a lone `:` follows the run: a binder group `(a b : T)`,
     `{a : T}`, `[inst : C]`, `⦃a : T⦄` (a type ascription `(x : T)` has the same tokens and is
-    read the same way);
+    read the same way, unless a relation or connective no binder group stands beside is right
+    before or after it: `b = (true : Bool)`, `_Reader.ascription`);
   - a lone `|` at bracket depth 0 of an `inductive` (up to the next command): a constructor
     (`ctor := "\\n| " >> declModifiers >> rawIdent >> optDeclSig`);
   - a line of a *layout block*, the fields after a structure's `where` or `:=` (and an
@@ -141,6 +142,14 @@ _CLOSERS = frozenset(")]}⦄")
 _LIVE_BEFORE = frozenset(")]}⦄/∀∃λΣ'!:")
 _CHUNK_CHAR_RE = re.compile(rf"[{ID_REST_CLASS}.]")
 _TERM_END_SYMBOLS = frozenset(')]}⟩⦄›"')
+# A type ascription `(e : T)` that cannot be a binder group (`_Reader.ascription`): the `: T)`,
+# with no bracket, comma, colon or line break in `T` (so found in bounded time), and the binary
+# relations and connectives around it, each of precedence above 25 on the side of the group
+# (lean4 `src/Init/Core.lean`, `src/Init/Prelude.lean` notation: `=`, `≠`, `==`, `!=` 50, `∧`,
+# `&&` 35, `∨`, `||` 30; `↔` (20) only after the group, where precedence does not matter).
+_ASCRIBED_TYPE_RE = re.compile(r":[^()\[\]{}⦃⦄⟨⟩\n,:]{1,100}\)")
+_RELATION_RE = re.compile(r"=(?!>)|≠|!=|∧|∨|&&|\|\||↔")
+_RELATION_BEFORE_RE = re.compile(r"=(?!:)|≠|∧|∨|&&|\|\|")  # on the reversed text: `:=` is no relation
 
 
 def _depth_change(code: str, start: int, end: int) -> int:
@@ -405,6 +414,23 @@ class _Reader(_TokenReader):
         end = min(drop.start() if drop is not None else self.n, self.next_command(first))
         return _Block(first, column, end)
 
+    def ascription(self, opener: _Token, stop: int) -> bool:
+        """Whether the group `( run : T )` opened at `opener` (the run ending at `stop`) is a type
+        ascription that no binder reading can take: its type is short and on the line, and a
+        relation or connective binding tighter than a dependent arrow stands right before the
+        `(` or right after the `)`. A bracketed binder is followed by `→`, `×`, `×'`, another
+        binder, `:`, `:=`, `,` or `=>` (`depArrow`, `bracketedBinder`; `src/Lean/Parser/Term.lean`),
+        never by one of these; and after one of these Lean parses a term above precedence 25,
+        where `depArrow` (`leading_parser:25`) cannot start."""
+        if opener.text != "(":
+            return False
+        group = _ASCRIBED_TYPE_RE.match(self.code, self.blanks_after(stop))
+        if group is None:
+            return False
+        if _RELATION_RE.match(self.code, self.blanks_after(group.end())) is not None:
+            return True
+        return _RELATION_BEFORE_RE.match(self.rev, self.n - self.blanks_before(opener.start)) is not None
+
     # --- the reading -----------------------------------------------------------------------------
 
     def plainly_used(self, start: int, end: int) -> int | None:
@@ -420,7 +446,9 @@ class _Reader(_TokenReader):
             return None
         stop = self.cut_at_items(start, start, self.run_end(end))[1]
         if c in _OPENERS:
-            return None if self.lone_colon_after(stop) else stop
+            if not self.lone_colon_after(stop):
+                return stop
+            return stop if self.ascription(_Token("sym", c, before - 1, before), stop) else None
         if c == "|":
             bar = _Token("sym", "|", before - 1, before)
             plain = code[before - 2 : before - 1] in ("|", "<") or not self.constructor_bar(bar)
@@ -506,6 +534,8 @@ class _Reader(_TokenReader):
         ):
             return _BINDER_RANK, f"'{before.text} {{name}}'", " (a binder)", False
         if before.kind == "sym" and before.text in _OPENERS and self.lone_colon_after(stop):
+            if self.ascription(before, stop):
+                return None
             return _BINDER_RANK, "'{name} :'", _BINDER_HINT, False
         # simple binders after bracketed ones: `def f (x : Nat) true : Bool`
         if before.kind == "sym" and before.text in _CLOSERS and self.lone_colon_after(stop):

@@ -119,10 +119,12 @@ GUARD_RULES: tuple[str, ...] = (
     "compiler-internal `lc…` names (`lcProof`, `lcCast`). Passes: `(a + b) % 7`. Fails: `b%7`.",
     "Nothing may be named `true` or `false`, nor like a class below: no declaration (`instance "
     "NAME` included), constructor, structure field or constructor, or binder of that name (a type "
-    "ascription `(true : Bool)` reads like a binder); using them is fine. Passes: "
+    "ascription `(true : Bool)` reads like a binder unless `=`, `≠`, `==`, `!=`, `∧`, `∨`, `&&` "
+    "or `||` stands right before or after it, or `↔` right after it); using them is fine. Passes: "
     "`theorem rows : ∀ a, a < 7 → rowCheck a = true → ∀ b : Nat, b < 7 → f a b = (a + b) % 7`, "
-    "`| true :: bs => ...`, `(h : b = true)`. Fails: `def true : Bool := false`, "
-    "`structure S where true x : Bool`, `(true : Bool)`, `instance true : Inhabited Nat := ⟨0⟩`.",
+    "`| true :: bs => ...`, `(h : b = true)`, `c a = (true : Bool)`. Fails: "
+    "`def true : Bool := false`, `structure S where true x : Bool`, `f (true : Bool)`, "
+    "`instance true : Inhabited Nat := ⟨0⟩`.",
     "`instance` and `deriving instance` may only declare instances of "
     f"{', '.join(f'`{c}`' for c in INSTANCE_CLASSES)}: the class is the head of the instance's "
     "type after its binders; no `@[instance]` (tactic options are resolved in the file's scope). "
