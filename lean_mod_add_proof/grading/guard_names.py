@@ -147,9 +147,10 @@ _TERM_END_SYMBOLS = frozenset(')]}⟩⦄›"')
 # relations and connectives around it, each of precedence above 25 on the side of the group
 # (lean4 `src/Init/Core.lean`, `src/Init/Prelude.lean` notation: `=`, `≠`, `==`, `!=` 50, `∧`,
 # `&&` 35, `∨`, `||` 30; `↔` (20) only after the group, where precedence does not matter).
-_ASCRIBED_TYPE_RE = re.compile(r":[^()\[\]{}⦃⦄⟨⟩\n,:]{1,100}\)")
-_RELATION_RE = re.compile(r"=(?!>)|≠|!=|∧|∨|&&|\|\||↔")
-_RELATION_BEFORE_RE = re.compile(r"=(?!:)|≠|∧|∨|&&|\|\|")  # on the reversed text: `:=` is no relation
+_ASCRIBED_TYPE_RE = re.compile(
+    r"[ \t\n]*+:[^()\[\]{}⦃⦄⟨⟩\n,:]{1,100}\)(?P<relation>[ \t\n]*+(?:=(?!>)|≠|!=|∧|∨|&&|\|\||↔))?"
+)
+_RELATION_BEFORE_RE = re.compile(r"[ \t\n]*+(?:=(?!:)|≠|∧|∨|&&|\|\|)")  # reversed: `:=` is no relation
 
 
 def _depth_change(code: str, start: int, end: int) -> int:
@@ -424,12 +425,13 @@ class _Reader(_TokenReader):
         where `depArrow` (`leading_parser:25`) cannot start."""
         if opener.text != "(":
             return False
-        group = _ASCRIBED_TYPE_RE.match(self.code, self.blanks_after(stop))
+        group = _ASCRIBED_TYPE_RE.match(self.code, stop)  # (a lone `:` follows `stop`: the caller)
         if group is None:
             return False
-        if _RELATION_RE.match(self.code, self.blanks_after(group.end())) is not None:
-            return True
-        return _RELATION_BEFORE_RE.match(self.rev, self.n - self.blanks_before(opener.start)) is not None
+        return (
+            group["relation"] is not None
+            or _RELATION_BEFORE_RE.match(self.rev, self.n - opener.start) is not None
+        )
 
     # --- the reading -----------------------------------------------------------------------------
 
@@ -444,6 +446,8 @@ class _Reader(_TokenReader):
         c = code[before - 1] if before else "\n"
         if c == "\n" or c in _LIVE_BEFORE or _CHUNK_CHAR_RE.match(c) is not None:
             return None
+        if c in _OPENERS and self.lone_colon_after(end):  # `(true : T)`: the run is the chunk
+            return end if self.ascription(_Token("sym", c, before - 1, before), end) else None
         stop = self.cut_at_items(start, start, self.run_end(end))[1]
         if c in _OPENERS:
             if not self.lone_colon_after(stop):
