@@ -565,3 +565,28 @@ def test_an_ascription_beside_a_relation_passes(body: str) -> None:
 def test_a_group_no_relation_stands_beside_is_still_a_binder(body: str, name: str, line: int) -> None:
     body = body.replace("sorry_free", "rfl")
     assert verdict_of(body) == (False, name, line), check_guard(with_body(body)).reason
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(ASCRIPTIONS), st.data())
+def test_a_block_comment_between_tokens_keeps_an_ascription_passing(body: str, data: st.DataObject) -> None:
+    text = with_body(body)
+    body_start = text.index(body)
+    pos = data.draw(
+        st.sampled_from([p for p in token_starts(text) if body_start < p < body_start + len(body)])
+    )
+    noisy = insert_between(text, pos, "/- c -/")
+    verdict = check_guard(noisy)
+    assert verdict.passed, (verdict.reason, noisy)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([b.replace("sorry_free", "rfl") for b, _, _ in ASCRIPTION_LIKE_BINDERS]), st.data())
+def test_a_block_comment_between_tokens_keeps_a_binder_group_refused(body: str, data: st.DataObject) -> None:
+    text = with_body(body)
+    body_start = text.index(body)
+    pos = data.draw(
+        st.sampled_from([p for p in token_starts(text) if body_start < p < body_start + len(body)])
+    )
+    verdict = check_guard(insert_between(text, pos, "/- c -/"))
+    assert not verdict.passed and verdict.word == "true", verdict.reason
