@@ -469,9 +469,19 @@ MORE_DECLARED: list[tuple[str, str, str, int]] = [
     ("an-attribute-started-field-indented-further",
      "structure S where\n  a : Nat\n    @[simp] true : Bool", "true", 5),
     ("class-inductive-constructor", "class inductive C | true", "true", 3),
+    # a doc comment before the name is found back to its own `/--`, whatever other doc comments
+    # the file holds before or after it (killed mutants of `previous` in the mutation run)
+    ("doc-comment-after-an-earlier-one",
+     "/-- a -/\ndef x := 1\ntheorem t : True := trivial\nwhere /-- doc -/ true := false", "true", 6),
+    ("doc-comment-before-a-later-one",
+     "theorem t : True := trivial\nwhere /-- doc -/ true := false\n/-- later -/\ndef y := 1", "true", 4),
+    ("class-with-assign-fields", "class C :=\n  x : Nat\n  true : Bool", "true", 5),
 ]  # fmt: skip
 
 MORE_HONEST: list[tuple[str, str]] = [
+    # a list argument is no attribute list: `true` after it is an argument, not a field
+    ("a-literal-after-a-list-argument-in-a-where-block",
+     "def t : Nat := aux\nwhere\n  aux : Nat := f [1] true"),
     ("application-argument-after-two-blanks", "structure S where\n  a : Bool := id  true"),
     ("a-structure-without-fields-then-a-definition", "structure S\ndef f : Bool :=\n  true"),
     ("class-abbrev-parents", "class abbrev C := Nonempty Nat\n                  Inhabited Nat"),
