@@ -4,11 +4,11 @@ default under the work root; `leancheck_report.py`). In order: `doctor`, the too
 manifest, the guard's token table against the toolchain's (`TokenTable.lean`; a difference is a
 FAILED part here, but grading goes on), the self-test's canaries on every route and the
 comparator's probe, the Lean integration tests (`pytest -m lean`, from a repository checkout
-only: they are not in the wheel), one hard task (its Weights.lean built, its brute-force reference graded under a raised limit to
-measure the kernel's rate, and the packed route's UNVERIFIED draft tried, which counts for
-nothing), and `calibrate` on the smallest, a middle and the largest grid task with the kernel rate
-it measured and that hard measurement added to its fit; last, what to do about each part that
-failed.
+only: they are not in the wheel), one hard task (its Weights.lean built, its brute-force
+reference graded under a raised limit to measure the kernel's rate, and the packed route's
+UNVERIFIED draft tried, which counts for nothing), and `calibrate` on the smallest, a middle and
+the largest grid task with the kernel rate it measured and that hard measurement added to its
+fit; last, what to do about each part that failed.
 
 Exit status: 0 when every part that ran passed (the summary names any part that did not run,
 such as the integration tests outside a checkout); 3 when there is no toolchain (nothing was
