@@ -50,6 +50,7 @@ doctor: setup
 bench: setup
 	$(BIN)/python benchmarks/grader_overhead.py
 	$(BIN)/python benchmarks/kernel_processes.py
+	$(BIN)/python benchmarks/guard_speed.py
 
 # Mixed grades with faults against the toolchain double; fails on anything left behind or any grade
 # that ends wrongly (a stall included). Unsandboxed at concurrency 8, then sandboxed at concurrency 32,

@@ -183,6 +183,8 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     (written,) = (tmp_path / "w").glob("lean-check-*.md")  # the default place: under the work root
     assert written.read_text(encoding="utf-8") in out
     assert "- self-test: passed" in out, out
+    # the guard's token table against the double's (tests/test_guard_token_table.py)
+    assert "guard token table: matches" in out and "- guard token table: passed" in out
     # Every route's canaries, each with its expected and actual verdict and the belief it tests.
     from lean_mod_add_proof.grading import pipeline, selftest
 

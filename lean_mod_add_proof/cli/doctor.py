@@ -526,6 +526,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
     from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
     from lean_mod_add_proof.grading import pipeline, toolchain
     from lean_mod_add_proof.grading.selftest import run_selftest
+    from lean_mod_add_proof.grading.token_canary import run_token_table
 
     found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if not isinstance(found, toolchain.Toolchain):
@@ -546,6 +547,9 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
             route_used = route.label
             break
         reasons.append(report.reason)
+    # The guard's beliefs about Lean's tokens, held against this toolchain's table: reported, and
+    # no part of the exit status (a mismatch does not stop grading, docs/trust-model.md).
+    tokens = asyncio.run(run_token_table(found.dir, found.lean, work_root=config.work_root))
     return (EXIT_OK if route_used else EXIT_PROBLEM), {
         "toolchain": found.version,
         "passed": route_used is not None,
@@ -553,6 +557,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
         "reason": "" if route_used else "; ".join(reasons),
         "canaries": canaries,
         "failed_checkers": failed_checkers,
+        "token_table": tokens.line,
     }
 
 
@@ -577,6 +582,8 @@ def _print_selftest(report: dict[str, object]) -> None:
             "is could-not-judge until the toolchain changes)",
             highlight=False,
         )
+    if "token_table" in report:  # the guard's token table on this toolchain (not a canary)
+        console.print(str(report["token_table"]), markup=False, highlight=False)
     if report["passed"]:
         console.print(
             f"[bold green]Self-test passed:[/] this toolchain's verdicts count ({report.get('route')})."

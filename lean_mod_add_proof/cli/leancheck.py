@@ -1,13 +1,14 @@
 """Sub-command `lean-check` (`make lean-check` calls it): everything a machine with the pinned Lean
 toolchain should run first, in one report, printed and written to one file (`--report PATH`,
 default under the work root; `leancheck_report.py`). In order: `doctor`, the toolchain and its
-manifest, the self-test's canaries on every route and the comparator's probe, the Lean
-integration tests (`pytest -m lean`, from a repository checkout only: they are not in the wheel),
-one hard task (its Weights.lean built, its brute-force reference graded under a raised limit to
-measure the kernel's rate, and the packed route's UNVERIFIED draft tried, which counts for
-nothing), and `calibrate` on the smallest, a middle and the largest grid task with the kernel rate
-it measured and that hard measurement added to its fit; last, what to do about each part that
-failed.
+manifest, the guard's token table against the toolchain's (`TokenTable.lean`; a difference is a
+FAILED part here, but grading goes on), the self-test's canaries on every route and the
+comparator's probe, the Lean integration tests (`pytest -m lean`, from a repository checkout
+only: they are not in the wheel), one hard task (its Weights.lean built, its brute-force
+reference graded under a raised limit to measure the kernel's rate, and the packed route's
+UNVERIFIED draft tried, which counts for nothing), and `calibrate` on the smallest, a middle and
+the largest grid task with the kernel rate it measured and that hard measurement added to its
+fit; last, what to do about each part that failed.
 
 Exit status: 0 when every part that ran passed (the summary names any part that did not run,
 such as the integration tests outside a checkout); 3 when there is no toolchain (nothing was
@@ -37,6 +38,7 @@ from lean_mod_add_proof.cli.leancheck_report import (
 )
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.grading.result import GraderSettings, flag_name
+from lean_mod_add_proof.grading.token_canary import TokenTableReport
 from lean_mod_add_proof.grading.toolchain import TOOLCHAIN_ENV
 
 #: `--quiet`: the report quotes the commands' output, which the long steps' log lines would clutter
@@ -151,6 +153,21 @@ def selftest_every_route(args: argparse.Namespace, route_advice: dict[str, str])
     return (PASSED if chosen else FAILED), lines
 
 
+def guard_token_table(args: argparse.Namespace) -> TokenTableReport:
+    """The toolchain's token table held against the guard's (`grading/token_canary.py`)."""
+    import asyncio
+
+    from lean_mod_add_proof.cli.settings import config_from_args
+    from lean_mod_add_proof.grading import toolchain
+    from lean_mod_add_proof.grading.token_canary import not_checked, run_token_table
+
+    config = config_from_args(args)
+    found = toolchain.locate_toolchain(config.toolchain_dir)
+    if not isinstance(found, toolchain.Toolchain):
+        return not_checked(f"no toolchain: {found.reason}")
+    return asyncio.run(run_token_table(found.dir, found.lean, work_root=config.work_root))
+
+
 def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
     """(exit code, report lines)."""
     started = time.time()
@@ -180,6 +197,11 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
 
     lines += ["", "## Toolchain and its manifest (the files the grader trusts)", ""]
     lines += toolchain_lines(args)
+
+    lines += ["", "## Guard token table (TokenTable.lean against the guard's lean_tokens.py)", ""]
+    tokens = guard_token_table(args)
+    lines.append(tokens.line)
+    results["guard token table"] = PASSED if tokens.matches else FAILED
 
     lines += ["", "## Self-test (canaries through the real pipeline, on every route)", ""]
     route_advice: dict[str, str] = {}
