@@ -51,8 +51,9 @@ check-dataset: setup
 lean: setup
 	$(BIN)/lean-mod-add-proof install-lean
 
-# On a machine with the pinned toolchain (after `make lean`): self-test, Lean integration tests and
-# calibration on three tasks, as one report to paste into an issue.
+# On a machine with the pinned toolchain (after `make lean`): self-test, Lean integration tests, one
+# hard task (built, its brute force timed, the packed draft tried) and calibration on three grid
+# tasks, as one report to paste into an issue.
 lean-check: setup
 	$(BIN)/lean-mod-add-proof lean-check
 
@@ -64,6 +65,7 @@ doctor: setup
 bench: setup
 	$(BIN)/python benchmarks/grader_overhead.py
 	$(BIN)/python benchmarks/kernel_processes.py
+	$(BIN)/python benchmarks/guard_speed.py
 
 # Mixed grades with faults against the toolchain double; fails on anything left behind or any grade
 # that ends wrongly (a stall included). Unsandboxed at concurrency 8, then sandboxed at concurrency 32,

@@ -23,9 +23,10 @@ How it runs, and why:
   that runs the pipeline. mutmut is started here with `resource.setrlimit` wrapped so that only
   the soft limit is set for RLIMIT_CPU (SIGXCPU still ends a runaway mutant) and the hard limit
   stays what it was.
-- guard.py has 921 mutmut mutants, and its tests are the slowest; `--guard-sample N` runs a
-  seeded random sample of N of them (the table says so; `make mutate` uses 150), and every
-  supplement mutant. A sample of 150 took about 10 minutes on 2 loaded cores.
+- The guard's rule modules (guard_rules.py, guard_words.py; guard.py before issue 35 split it,
+  921 mutants) have the slowest tests; `--guard-sample N` runs a seeded random sample of N of
+  their mutants (the table says so; `make mutate` uses 150), and every supplement mutant. The
+  recogniser of declared names (guard_names.py, issue 38) is always run whole.
 
 Exit status 0 when every run completed (survivors do not fail it: this is a measurement).
 """
@@ -75,14 +76,24 @@ MODULES: dict[str, tuple[str, ...]] = {
     "axioms": ("tests/test_axioms_reasons.py", "tests/test_axioms.py"),
     "messages": ("tests/test_messages.py",),
     "extract": ("tests/test_extract.py",),
-    "guard": (
+    "guard": ("tests/test_guard.py", "tests/test_allowlists.py", "tests/test_guard_properties.py"),
+    "guard_words": ("tests/test_allowlists.py", "tests/test_guard.py", "tests/test_guard_corpus.py"),
+    "guard_rules": (
         "tests/test_allowlists.py",
         "tests/test_guard.py",
+        "tests/test_guard_names.py",
         "tests/test_guard_redteam.py",
         "tests/test_guard_properties.py",
         "tests/test_guard_corpus.py",
     ),
-    "lexer": ("tests/test_guard_lexer.py", "tests/test_guard_corpus.py"),
+    # The recogniser of declared names (issue 38): its own tests first, they are the fastest.
+    "guard_names": ("tests/test_guard_names.py", "tests/test_allowlists.py", "tests/test_guard.py"),
+    "lean_tokens": (
+        "tests/test_guard_token_table.py",
+        "tests/test_guard_names.py",
+        "tests/test_guard_lexer.py",
+    ),
+    "lexer": ("tests/test_guard_lexer.py", "tests/test_guard_names.py", "tests/test_guard_corpus.py"),
     # The comparator route's verdict (pure), by its own tests only: the rest of test_comparator.py
     # runs the double's `lake`, far too slow per mutant.
     "routes/comparator/verdict": (
@@ -100,7 +111,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-#: Tests timed against the wall clock (by name; tests/timing.py): left out of mutation runs.
+#: The slow guard modules `--guard-sample` samples (the recogniser, guard_names, is always run whole).
+GUARD_SAMPLED = frozenset({"guard_rules", "guard_words"})
+
+#: Tests that time the code (by name; tests/timing.py, CPU time): left out of mutation runs, whose
+#: instrumented runs would only slow them.
 WALL_CLOCK = "not time_is_linear"
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-k", WALL_CLOCK, "--hypothesis-seed=0"]
 
@@ -166,7 +181,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "find and rfind are both -1 exactly when the substring is absent",
     ),
     Equivalent(
-        "guard",
+        "guard_rules",
         'if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] '
         "not in _WORD_SET)):",
         'if not (text.startswith("import", pos) and (pos + 7 >= len(text) or text[pos + 6] '
@@ -175,7 +190,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "pos + 7 >= len(text) and is that newline, not a word character",
     ),
     Equivalent(
-        "guard",
+        "guard_rules",
         'if not (text.startswith("import", pos) and (pos + 6 >= len(text) or text[pos + 6] '
         "not in _WORD_SET)):",
         'if not (text.startswith("import", pos) and (pos + 6 > len(text) or text[pos + 6] '
@@ -183,49 +198,55 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "the guard's text always ends in a newline (as_lean_file), so `import` never ends it",
     ),
     Equivalent(
-        "guard",
+        "guard_words",
         "run, word = next(iter(wanted.items()))  # unreachable: every key is a run of `text`",
         "run, word = next(None)  # unreachable: every key is a run of `text`",
         "unreachable: every key of `wanted` is a run of the text (were it reached, the guard fails closed)",
     ),
     Equivalent(
-        "guard",
+        "guard_words",
         "end = len(joined) if end < 0 else end",
         "end = len(joined) if end <= 0 else end",
         "the search for a newline starts after a non-empty match, so it never returns 0",
     ),
     Equivalent(
-        "guard",
+        "guard_rules",
         "return -1",
         "return -2",
         "_closing_bracket's caller only tests `close < 0`",
     ),
     Equivalent(
-        "guard",
+        "guard_rules",
         "if 0 <= opening < close:",
         "if 0 <= opening <= close:",
         "`/-` and `-/` cannot start at the same position",
     ),
     Equivalent(
-        "guard",
+        "guard_rules",
         "if 0 <= opening < pos:",
         "if 0 < opening < pos:",
         "openings are searched from 2 characters past a `/-`, so an opening is never at 0",
     ),
     Equivalent(
-        "guard",
+        "guard_rules",
         "or (ord(ch) > 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)",
         "or (ord(ch) >= 0x7F and unicodedata.category(ch) in _BAD_CATEGORIES)",
         "U+007F (DEL) is in _BAD_ASCII already, and its category Cc is a bad one too",
     ),
     Equivalent(
-        "guard",
+        "guard_words",
         '_WORD_CHARS = "A-Za-z0-9_"',
         "_WORD_CHARS = 'XXA-Za-z0-9_XX'",
         "it is a character class: the added X is in A-Z already",
     ),
     Equivalent(
-        "guard",
+        "guard_rules",
+        '_WORD_CHARS = "A-Za-z0-9_"',
+        "_WORD_CHARS = 'XXA-Za-z0-9_XX'",
+        "it is a character class: the added X is in A-Z already",
+    ),
+    Equivalent(
+        "guard_rules",
         "pos = n if end < 0 else end + 1",
         "pos = n if end < 1 else end + 1",
         "end is where a newline was found after `--` at pos >= 0, so end >= 2 whenever it is found",
@@ -742,7 +763,7 @@ def measure(module: str, args: argparse.Namespace, work: Path) -> ModuleScore:
     scratch = prepare_scratch(work, module)
     score = ModuleScore(module)
     names = None
-    if module == "guard" and args.guard_sample:
+    if module in GUARD_SAMPLED and args.guard_sample:
         everything = mutmut_names(scratch)
         names = sorted(random.Random(args.seed).sample(everything, min(args.guard_sample, len(everything))))
         score.note = f"sample of {len(names)} of {len(everything)} mutants (seed {args.seed})"

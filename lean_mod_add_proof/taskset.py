@@ -89,8 +89,8 @@ class LeanData(vf.TaskData):
     """Number of hidden neurons."""
     seed: int
     """Training seed of the frozen network."""
-    split: Literal["train", "eval", "hard"]
-    """Which split the task belongs to (seed 2 is eval; p above 23 is hard)."""
+    split: Literal["train", "eval", "hard-train", "hard-eval"]
+    """Which split the task belongs to (seed 2 is eval; p above 23 is hard, seed 3 of it held out)."""
     train_fraction: float
     """Fraction of the p*p pairs the network was trained on."""
     theorem: str
@@ -143,7 +143,7 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
     """An accepted attempt k (1-based) earns attempt_discount ** (k - 1); 1.0 = no discount."""
     timeouts: Path | None = None
     """A per-task `timeout_s` file written by `calibrate --timeouts-out`; a task it does not list
-    gets the fixed `timeout_s`."""
+    gets its shipped limit (hard tasks) or the fixed `timeout_s`."""
     # Here and not in GraderSettings: the grader grades one task with one deadline; choosing the
     # deadline per task is the taskset's job, where each task's config and prompt are made (load).
 
@@ -180,9 +180,10 @@ class LeanTaskConfig(vf.TaskConfig, GraderSettings):
 class LeanTasksetConfig(vf.TasksetConfig):
     """Which tasks load (vf-eval `--env.taskset.*`, vf-validate `--taskset.*`)."""
 
-    split: Literal["train", "eval", "hard", "all"] = "train"
-    """`train` (seeds 0 and 1), `eval` (seed 2, held out), `all` (train + eval, the seed's grid) or
-    `hard` (p > 23: brute force is estimated past the default time limit; docs/dataset.md)."""
+    split: Literal["train", "eval", "all", "hard-train", "hard-eval", "hard"] = "train"
+    """`train` (seeds 0 and 1), `eval` (seed 2, held out), `all` (train + eval, the seed's grid), or
+    the hard split (p > 23, each task with its own limit that brute force is estimated to exceed;
+    docs/dataset.md): `hard-train`, `hard-eval` (seed 3, held out) or `hard` (both)."""
     tasks_dir: Path | None = None
     """Another generated task set (tasks.jsonl + <id>/Weights.lean); default: the packaged one."""
     max_p: int | None = Field(None, ge=2)
@@ -692,7 +693,9 @@ class LeanModAddProofTaskset(vf.Taskset[LeanTask, LeanTasksetConfig]):
             raise ValueError(f"no task in {tasks_dir} matches split={cfg.split!r}, max_p={cfg.max_p}")
         self.preflight()
         network = read_verbatim(NETWORK_LEAN_PATH)
-        limits = read_task_timeouts(cfg.task.timeouts) if cfg.task.timeouts is not None else {}
+        # A task's shipped limit (the hard tasks'), unless the timeouts file lists the task.
+        limits = {r.id: r.timeout_s for r in records if r.timeout_s is not None}
+        limits.update(read_task_timeouts(cfg.task.timeouts) if cfg.task.timeouts is not None else {})
         image = (cfg.image or None) if cfg.task.grade_in == "runtime" and not self.local_boxes else None
         for r in records:
             task_cfg = cfg.task.for_task(r.id, limits)

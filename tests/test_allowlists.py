@@ -59,7 +59,7 @@ def test_allowed_attribute_words_are_exactly() -> None:
         "simp", "reducible", "irreducible", "semireducible", "local", "scoped", "inline",
         "noinline", "specialize", "match_pattern", "ext", "congr", "refl",
         "symm", "induction_eliminator", "cases_eliminator", "high", "mid", "low",
-        "default", "priority",
+        "default", "priority", "elab_as_elim",
     )  # fmt: skip
     # no instances (rule 10): `instance` is a banned word, `default_instance` no attribute word
     assert "instance" not in ALLOWED_ATTRIBUTE_WORDS and "default_instance" not in ALLOWED_ATTRIBUTE_WORDS
@@ -76,12 +76,12 @@ def test_allowed_options_are_exactly() -> None:
     assert ALLOWED_OPTIONS == (
         "maxHeartbeats", "maxRecDepth", "synthInstance.maxHeartbeats", "synthInstance.maxSize",
         "autoImplicit", "relaxedAutoImplicit", "exponentiation.threshold", "diagnostics",
-        "diagnostics.threshold",
+        "diagnostics.threshold", "profiler", "profiler.threshold", "tactic.hygienic",
     )  # fmt: skip
 
 
 def test_allowed_hash_commands_and_tactic_valued_names_are_exactly() -> None:
-    assert ALLOWED_HASH_COMMANDS == ("#check", "#print", "#reduce")
+    assert ALLOWED_HASH_COMMANDS == ("#check", "#print", "#reduce", "#synth")
     assert TACTIC_VALUED_NAMES == ("disch", "discharger")
 
 
@@ -143,7 +143,9 @@ def test_allowed_attribute_word_passes(word: str) -> None:
 
 @pytest.mark.parametrize("word", ALLOWED_ATTRIBUTE_WORDS)
 def test_a_near_miss_of_an_allowed_attribute_word_is_rejected(word: str) -> None:
-    assert rejected_word(f"@[{word}x] theorem z : True := trivial") == f"{word}x"
+    # `elab_as_elimx` holds the banned part `elab` (only the whole name `elab_as_elim` is exempt)
+    near_miss = "elab" if word == "elab_as_elim" else f"{word}x"
+    assert rejected_word(f"@[{word}x] theorem z : True := trivial") == near_miss
     assert rejected_word(f"attribute [{word}, tactic] Nat.add_comm") == "tactic"
 
 
@@ -284,8 +286,12 @@ def test_modifiers_before_a_declared_name_are_skipped(modifier: str) -> None:
     assert rejected_word(f"theorem t : True := trivial\nwhere {modifier} true := 1") == "true"
     assert rejected_word(f"inductive T | {modifier} false") == "false"
     assert rejected_word(f"inductive T | {modifier}/- c -/false") == "false"
-    # a word that is no modifier ends the skip: the name is that word
-    assert passes(f"theorem t : True := trivial\nwhere {modifier}x true := 1")
+    # a word that is no modifier ends the skip: the name is that word (and a name after it is a
+    # binder of that declaration, read as such)
+    assert passes(f"theorem t : True := trivial\nwhere {modifier}x := true")
+    verdict = check_guard(with_body(f"theorem t : True := trivial\nwhere {modifier}x true := 1"))
+    assert (verdict.word, verdict.reason.split(" on line")[0]) == ("true", "'true'")
+    assert "(a binder)" in verdict.reason
 
 
 @pytest.mark.parametrize("bar", ["||", "|||", "<|", "|>", "|>."])

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, make_task_set
+from helpers import DOUBLE_DIR, make_task, make_task_set
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.cli.exits import ERROR_PREFIX
@@ -57,9 +57,10 @@ def test_calibrate_writes_timeouts_the_taskset_reads(
     assert "Largest measured: p07_h16_s1 (10,976 mul-adds)" in printed and "not counted" in printed
     assert "p05_h08_s0 2,000 accepted" in printed and "…" not in printed  # whole at 80 columns
     limits = read_timeouts(limits_path)
-    # The grid's tasks, not the unmeasured hard one: it keeps the fixed timeout_s.
-    assert set(limits) == {"p05_h08_s0", "p07_h16_s1"}
-    assert all(s >= 60.0 for s in limits.values())  # the default floor
+    # The grid's tasks from the fit, and the hard one from the cost model at the measured rate
+    # (without a usable rate it is left out, and keeps its shipped limit).
+    assert {"p05_h08_s0", "p07_h16_s1"} <= set(limits) <= {"p05_h08_s0", "p07_h16_s1", "p29_h02_s0"}
+    assert all(limits[t] >= 60.0 for t in ("p05_h08_s0", "p07_h16_s1"))  # the default floor
     assert f"--env.taskset.task.timeouts {limits_path}" in printed
 
     # The taskset reads it: each listed task gets its own limit, in its config and its prompt.
@@ -73,12 +74,64 @@ def test_calibrate_writes_timeouts_the_taskset_reads(
         for task in LeanModAddProofTaskset(config).load():
             expected = limits.get(task.data.id, 1234)
             assert task.config.timeout_s == expected and f"{expected:g} seconds" in task.data.prompt
-            assert (task.data.id in limits) == (split == "all")
-
-    # Measuring a hard task on purpose gives it a limit too.
-    assert calibrate(tmp_path, tasks_dir, "--split", "hard", "--timeouts-out", str(limits_path)) == 0
-    assert set(read_timeouts(limits_path)) == {"p05_h08_s0", "p07_h16_s1", "p29_h02_s0"}
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("flags", [("--split", "hard"), ("--task", "p29_h02_s0")])
+def test_calibrate_never_measures_a_hard_task(tmp_path: Path, capsys, flags: tuple[str, str]) -> None:
+    """A hard task's reference proof is brute force, which its limit keeps out: measuring it
+    would take hours and fit a limit brute force meets (issue 40)."""
+    tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0), (29, 2, 0)))
+    assert calibrate(tmp_path, tasks_dir, *flags) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "p29_h02_s0: calibrate measures grid tasks only" in err and "lean-check" in err
+
+
+def test_added_measurements_join_the_fit_and_give_hard_limits(tmp_path: Path, capsys) -> None:
+    """lean-check's hard reference measurement (`--add-measurements`) joins the fit; the hard
+    task's limit is then the cost model's at that rate, ÷ or × 1.5."""
+    from lean_mod_add_proof.dataset.cost import Rates, hard_estimate
+
+    tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0), (7, 16, 1), (113, 14, 0)))
+    extra = tmp_path / "hard.json"
+    row = {"task": "p113_h14_s0", "kernel_mul_adds": 20_000_000, "checked_seconds": 2000.0, "accepted": True}
+    extra.write_text(json.dumps({"tasks": [row]}), encoding="utf-8")
+    limits_path = tmp_path / "timeouts.json"
+    code = calibrate(
+        tmp_path,
+        tasks_dir,
+        "--split",
+        "all",
+        "--add-measurements",
+        str(extra),
+        "--timeouts-out",
+        str(limits_path),
+    )
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 0, printed
+    assert f"Fit over 3 task(s) (1 from {extra})" in printed
+    doc = json.loads(limits_path.read_text())
+    rate = doc["fit"]["seconds_per_mul_add"]
+    assert 0.9e-4 < rate < 1.1e-4
+    expected = hard_estimate(113, 14, Rates.measured(rate, "x")).limit_s
+    assert expected is not None and doc["timeouts"]["p113_h14_s0"] == expected
+    assert doc["hard_rates"]["fastest_s"] == pytest.approx(rate / 1.5)
+    extra.write_text("{", encoding="utf-8")
+    assert calibrate(tmp_path, tasks_dir, "--add-measurements", str(extra)) == 2
+    assert "--add-measurements" in capsys.readouterr().err
+
+
+def test_hard_timeouts_keep_brute_force_out_when_no_limit_fits() -> None:
+    from lean_mod_add_proof.cli.calibrate import hard_timeouts
+    from lean_mod_add_proof.dataset.cost import RateFit, Rates, hard_estimate
+
+    record = make_task(113, 14, 0)
+    fast = RateFit(intercept_s=0.0, seconds_per_mul_add=1e-6, n_tasks=3)  # brute force in seconds
+    limits, rates, notes = hard_timeouts([record], fast)
+    assert rates is not None and rates.fastest_s == pytest.approx(1e-6 / 1.5)
+    brute_fastest = hard_estimate(113, 14, Rates.measured(1e-6, "x")).brute_force_s[0]
+    assert limits[record.id] <= brute_fastest / 3 and "brute force out" in notes[0]
+    assert hard_timeouts([record], RateFit(intercept_s=1.0, seconds_per_mul_add=0.0, n_tasks=1))[0] == {}
 
 
 def test_calibrate_names_the_largest_task_even_when_a_smaller_one_was_slower(
@@ -155,7 +208,7 @@ def test_vf_eval_takes_the_hard_split_and_a_timeouts_file(tmp_path: Path) -> Non
 
     limits = tmp_path / "timeouts.json"
     fit = {"intercept_s": 1.0, "seconds_per_mul_add": 1e-4, "n_tasks": 2}
-    doc = {"toolchain": "t", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": {"p41_h32_s0": 900.0}}
+    doc = {"toolchain": "t", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": {"p107_h15_s0": 900.0}}
     limits.write_text(json.dumps(doc), encoding="utf-8")
     out_dir = tmp_path / "runs"
     argv = [vf_eval(), "lean-mod-add-proof", "--dry-run", "-n", "1", "--no-push", "-o", str(out_dir)]

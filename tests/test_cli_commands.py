@@ -182,10 +182,14 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     flags = ["--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off", "--work-root", str(tmp_path / "w")]
     code = main(["lean-check", "--checkout", str(ROOT), *flags])
     out = capsys.readouterr().out
-    assert out.rstrip().endswith("says what each failure asks of you.")
+    # made on the double, the report is not one to send (it says nothing about Lean)
+    assert out.rstrip().endswith("(`lean-mod-add-proof install-lean`) and run `lean-check` again.")
+    assert "it is not one to send" in out and "Send it to" not in out
     (written,) = (tmp_path / "w").glob("lean-check-*.md")  # the default place: under the work root
     assert written.read_text(encoding="utf-8") in out
     assert "- self-test: passed" in out, out
+    # the guard's token table against the double's (tests/test_guard_token_table.py)
+    assert "guard token table: matches" in out and "- guard token table: passed" in out
     # Every route's canaries, each with its expected and actual verdict and the belief it tests.
     from lean_mod_add_proof.grading import pipeline, selftest
 
@@ -205,6 +209,7 @@ def test_lean_check_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "- integration tests: not run" in out and "the located toolchain is the test double" in out
     # The double is named at the top and in the summary, and exits 3: nothing was checked by Lean.
     assert f"**{DOUBLE_BANNER}.** The toolchain found is the test double" in out
+    assert "Not a report to send to whoever maintains this grader" in out
     assert f"- **{DOUBLE_BANNER}**: every part ran on the test double" in out
     assert code == EXIT_NOT_JUDGED
     # doctor's checks, in doctor's own words (issue 29: doctor said "no" where lean-check said "NO")

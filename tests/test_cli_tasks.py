@@ -13,7 +13,9 @@ from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.cli.exits import ERROR_PREFIX, EXIT_PROBLEM
 from lean_mod_add_proof.constants import reference_submission, theorem_signature
 from lean_mod_add_proof.dataset.tasks import (
+    HARD_EVAL_SEED,
     NETWORK_LEAN_PATH,
+    is_hard,
     load_tasks,
 )
 
@@ -273,32 +275,52 @@ def test_tasks_hard_split_is_apart_from_all(capsys, tmp_path: Path) -> None:
     assert [r["id"] for r in json.loads(out)] == ["p05_h08_s0", "p05_h08_s2"]
 
 
-def test_tasks_brute_force_estimate_is_labelled_as_from_elsewhere(
-    capsys, tmp_path: Path, monkeypatch
-) -> None:
+def test_tasks_brute_force_estimate_is_labelled_with_its_rates(capsys, tmp_path: Path, monkeypatch) -> None:
     tasks_dir = make_task_set(tmp_path / "tasks", HARD_SPECS)
     _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--json", "--split", "all")
-    row = json.loads(out)[0]  # p = 5, H = 8: 2,000 multiply-adds at 150-170 µs
-    assert row["brute_force_estimate_s"] == pytest.approx([0.3, 0.34])
-    assert "kim-em/hex-dev #10212" in row["brute_force_estimate_source"]
-    assert "not measured here" in row["brute_force_estimate_source"]
+    row = json.loads(out)[0]  # the stand-in row says 2,000 multiply-adds: at 75-340 µs each
+    assert row["brute_force_estimate_s"] == pytest.approx([0.15, 0.68])
+    assert "kim-em/hex-dev #10212" in row["rates_source"] and "not measured here" in row["rates_source"]
+    assert row["limit_s"] == 300.0  # a grid task: the fixed default
     monkeypatch.setenv("COLUMNS", "200")
     _, out, _ = run(capsys, "tasks", "--tasks-dir", str(tasks_dir), "--split", "all")
     text = " ".join(out.split())
-    assert "brute force (est.)" in text and "150–170 µs" in text and "published elsewhere" in text
+    assert "brute force (est.)" in text and "75–340 µs" in text and "not measured here" in text
 
 
 def test_packaged_hard_split_meets_the_issue() -> None:
-    """Issue 28's "done when": >= 12 hard tasks, p > 23, kernel_mul_adds >= 4,000,000."""
-    hard = [r for r in load_tasks() if r.split == "hard"]
-    assert len(hard) >= 12
-    assert all(r.p > 23 and r.kernel_mul_adds == 2 * r.p**3 * r.hidden >= 4_000_000 for r in hard)
+    """Issues 28 and 40: hard tasks with p > 23, each with its own limit, one seed of every shape
+    held out, and the honest kernel count (p + 1)·p²·H. (Issue 28 asked for 12; fewer ship, for the
+    training time: docs/dataset.md.)"""
+    hard = [r for r in load_tasks() if is_hard(r.split)]
+    assert len(hard) >= 6
+    assert all(r.p > 23 and r.kernel_mul_adds == (r.p + 1) * r.p**2 * r.hidden for r in hard)
+    assert all(r.timeout_s is not None for r in hard)
+    assert {r.seed for r in hard if r.split == "hard-eval"} == {HARD_EVAL_SEED}
 
 
-def test_packaged_hard_prompts_stay_under_48k_estimated_tokens(capsys) -> None:
+def test_packaged_hard_prompts_stay_within_40k_estimated_tokens(capsys) -> None:
     code, out, _ = run(capsys, "tasks", "--json", "--split", "hard", "--tokenizer", "estimate")
     rows = json.loads(out)
-    assert code == 0 and rows and max(r["prompt_tokens"] for r in rows) <= 48_000
+    assert code == 0 and rows and max(r["prompt_tokens"] for r in rows) <= 40_000
+
+
+def test_tasks_hard_shows_both_estimates_and_the_shipped_limit(capsys, monkeypatch) -> None:
+    """Issue 40's "done when": `tasks --split hard` shows both estimates and the shipped limit,
+    and `--json` the margins; the held-out part is named."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "tasks", "--split", "hard", "--tokenizer", "estimate")
+    text = " ".join(out.split())
+    assert code == 0
+    for header in ("brute force (est.)", "packed (est.)", "limit", "hard-train", "hard-eval"):
+        assert header in text, header
+    assert f"hard-eval (seed {HARD_EVAL_SEED}) is held out" in text
+    _, out, _ = run(capsys, "tasks", "--json", "--split", "hard", "--tokenizer", "estimate")
+    for row in json.loads(out):
+        assert row["limit_s"] == row["timeout_s"] == row["model_limit_s"]
+        assert row["brute_force_margin"] >= 3.0 and row["packed_margin"] >= 5.0
+        assert row["packed_estimate_s"][1] < row["limit_s"] < row["brute_force_estimate_s"][0]
+        assert row["packed_route_ops"] > 0
 
 
 @pytest.mark.parametrize("columns", ["80", "60"])
@@ -404,4 +426,26 @@ def test_lean_check_samples_the_grid_not_the_hard_split() -> None:
     by_id = {r.id: r for r in load_tasks()}
     picked = three_tasks()
     assert picked[0] == "p05_h08_s0" and picked[-1] == "p23_h32_s2"
-    assert all(by_id[i].split != "hard" for i in picked)
+    assert not any(is_hard(by_id[i].split) for i in picked)
+
+
+def test_task_ids_select_any_split_and_never_drop_one_silently() -> None:
+    """Issue 40: `--task <hard id>` selected nothing (the split defaulted to `all`), and mixed
+    with a grid id it was dropped without a word."""
+    from lean_mod_add_proof.cli.taskrun import choose
+
+    records = load_tasks()
+    hard_id = next(r.id for r in records if is_hard(r.split))
+    assert [r.id for r in choose(records, None, None, [hard_id])] == [hard_id]
+    assert [r.id for r in choose(records, None, None, ["p05_h08_s0", hard_id])] == ["p05_h08_s0", hard_id]
+    with pytest.raises(ValueError, match=f"{hard_id} not in --split all"):
+        choose(records, "all", None, ["p05_h08_s0", hard_id])
+    assert [r.id for r in choose(records, "hard", None, [hard_id])] == [hard_id]
+    assert len(choose(records, None, None, [])) == 63  # no ids: `all`, the grid
+
+
+def test_prompt_of_a_hard_task_states_its_shipped_limit(capsys) -> None:
+    """`prompt ID` shows what the taskset sends: a hard task's rules state its own limit."""
+    record = next(r for r in load_tasks() if is_hard(r.split))
+    code, out, _ = run(capsys, "prompt", record.id)
+    assert code == 0 and f"{record.timeout_s:g} seconds" in out and "300 seconds" not in out

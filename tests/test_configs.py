@@ -7,6 +7,7 @@ orchestrator's seq_len holds the largest prompt plus the completion budget."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 EVAL_TOML = CONFIGS / "eval.toml"
 ORCHESTRATOR_TOML = CONFIGS / "prime-rl" / "orchestrator.toml"
+ORCHESTRATOR_HARD_TOML = CONFIGS / "prime-rl" / "orchestrator-hard.toml"
+EVAL_HARD_TOML = CONFIGS / "eval-hard.toml"
 PRIME_RL_EVAL_TOML = CONFIGS / "prime-rl" / "eval.toml"
 #: Fields of prime-rl's TrainSourceConfig / EvalSourceConfig (and their EnvConfig base) as read in
 #: packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py; a key outside them is a typo.
@@ -115,7 +118,9 @@ def test_every_config_parses_and_names_this_taskset() -> None:
         assert found, f"{path} names no taskset"
         for taskset in found:
             assert taskset["id"] == TASKSET_ID, path
-            assert taskset.get("split") in ("train", "eval"), f"{path}: say which split"
+            assert taskset.get("split") in ("train", "eval", "hard-train", "hard-eval"), (
+                f"{path}: say which split"
+            )
 
 
 def test_eval_config_is_a_small_eval_split_smoke_run() -> None:
@@ -222,12 +227,14 @@ def largest_prompt_tokens(split: str, max_p: int | None) -> int:
     return max(estimate_tokens(prompt_text(r, DEFAULT_TASKS_DIR)) for r in records)
 
 
-def test_seq_len_holds_the_largest_prompt_and_the_completion() -> None:
+@pytest.mark.parametrize("path", [ORCHESTRATOR_TOML, ORCHESTRATOR_HARD_TOML], ids=lambda p: p.name)
+def test_seq_len_holds_the_largest_prompt_and_the_completion(path: Path) -> None:
     """prime-rl truncates a sample (prompt + completion) longer than the orchestrator's seq_len
     (default 2048): it must hold the largest prompt of every source, by the upper estimate, plus
     the chat template and the source's completion budget."""
-    data = load(ORCHESTRATOR_TOML)
+    data = load(path)
     seq_len = data["seq_len"]
+    needs = []
     for group in ("train", "eval"):
         budget = data[group]["sampling"]["max_completion_tokens"]
         for source in data[group]["source"]:
@@ -235,4 +242,53 @@ def test_seq_len_holds_the_largest_prompt_and_the_completion() -> None:
             assert env.taskset.task.max_attempts == 1  # one completion per sample
             need = largest_prompt_tokens(env.taskset.split, env.taskset.max_p) + TEMPLATE_TOKENS + budget
             assert need <= seq_len, (group, source["name"], need, seq_len)
-    assert seq_len - largest_prompt_tokens("train", None) - 4096 < 8192  # not wildly oversized
+            needs.append(need)
+    assert seq_len - max(needs) < 8192  # not wildly oversized
+
+
+def test_every_config_that_selects_a_hard_task_fits_it() -> None:
+    """Every shipped config whose sources can select a hard task gives it the hard completion
+    budget, and either a seq_len holding the largest hard prompt plus that budget or, without a
+    seq_len (an eval against a served model), a stated context that does."""
+    from lean_mod_add_proof.dataset.tasks import HARD_COMPLETION_TOKENS, is_hard
+
+    hard_need = largest_prompt_tokens("hard", None) + TEMPLATE_TOKENS + HARD_COMPLETION_TOKENS
+    assert largest_prompt_tokens("hard", None) <= 40_000  # issue 40: every prompt within 40k tokens
+    found = []
+    for path in sorted(CONFIGS.rglob("*.toml")):
+        text, data = path.read_text(encoding="utf-8"), load(path)
+        for taskset in tasksets(data):
+            if not is_hard(taskset["split"]):
+                continue
+            found.append(path.name)
+            if "seq_len" in data:
+                assert data["seq_len"] >= hard_need, (path, data["seq_len"], hard_need)
+                budgets = {data[g]["sampling"]["max_completion_tokens"] for g in ("train", "eval")}
+            else:
+                flat = " ".join(line.lstrip("#").strip() for line in text.splitlines())
+                stated = re.search(r"a context of at least (\d+) tokens", flat)
+                assert stated and int(stated.group(1)) >= hard_need, (path, hard_need)
+                sampling = data["sampling"]
+                budgets = {sampling.get("max_tokens", sampling.get("max_completion_tokens"))}
+            assert budgets == {HARD_COMPLETION_TOKENS}, path
+    assert {"eval-hard.toml", "orchestrator-hard.toml"} <= set(found)
+
+
+def test_the_hard_completion_budget_holds_the_packed_draft() -> None:
+    from lean_mod_add_proof.cli.tasks import estimate_tokens
+    from lean_mod_add_proof.dataset.tasks import HARD_COMPLETION_TOKENS
+    from lean_mod_add_proof.hard_route import DRAFT_PATH
+
+    assert estimate_tokens(DRAFT_PATH.read_text(encoding="utf-8")) < HARD_COMPLETION_TOKENS
+
+
+def test_the_hard_orchestrator_trains_on_hard_train_and_evaluates_on_hard_eval() -> None:
+    data = load(ORCHESTRATOR_HARD_TOML)
+    assert {s["env"]["taskset"]["split"] for s in data["train"]["source"]} == {"hard-train"}
+    assert {s["env"]["taskset"]["split"] for s in data["eval"]["source"]} == {"hard-eval"}
+    for source in data["train"]["source"] + data["eval"]["source"]:
+        assert set(source) <= PRIME_RL_SOURCE_KEYS
+        env = vf.resolve_env_config(source["env"])
+        assert env.taskset.task.on_grader_error == "raise"
+        assert "timeout_s" not in source["env"]["taskset"].get("task", {})  # the shipped limits apply
+    assert data["batch_size"] % data["group_size"] == 0

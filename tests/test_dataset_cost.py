@@ -1,4 +1,5 @@
-"""The cost model (dataset/cost.py): the published-rate estimate and the fit behind per-task limits."""
+"""The cost model (dataset/cost.py): the rates planned with, both routes' estimates, the hard
+tasks' shipped limits and their margins, and the fit behind per-task limits from measurements."""
 
 from __future__ import annotations
 
@@ -10,17 +11,70 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lean_mod_add_proof.dataset import cost
+from lean_mod_add_proof.dataset.network import kernel_mul_adds
+from lean_mod_add_proof.dataset.packed_route import OpCount
+from lean_mod_add_proof.dataset.tasks import is_hard, load_tasks
+
+HARD = [r for r in load_tasks() if is_hard(r.split)]
 
 
-def test_estimate_uses_the_published_rate() -> None:
-    assert cost.brute_force_estimate_s(4_000_000) == pytest.approx((600.0, 680.0))
-    assert "not measured here" in cost.PUBLISHED_RATE_SOURCE
+def test_the_planned_rates_widen_the_cited_one_both_ways() -> None:
+    """The issue's floor: the fastest rate planned for is at least twice the cited low end's
+    speed, and the slowest no faster than the cited high end."""
+    low, high = cost.CITED_RATE_S
+    assert cost.PLAUSIBLE_RATES.fastest_s <= low / 2
+    assert cost.PLAUSIBLE_RATES.slowest_s >= high
+    assert "not found" in cost.CITED_RATE_SOURCE and "not measured here" in cost.CITED_RATE_SOURCE
 
 
-def test_largest_grid_task_fits_and_hard_tasks_do_not() -> None:
-    """Issue 28's premise: p = 23, H = 32 fits the default 300 s; 4,000,000 needs twice that."""
-    assert cost.brute_force_estimate_s(2 * 23**3 * 32)[1] < 300
-    assert cost.brute_force_estimate_s(4_000_000)[0] >= 600
+def test_estimates_scale_with_the_counts() -> None:
+    rates = cost.Rates(fastest_s=1e-4, slowest_s=2e-4, source="t")
+    assert cost.brute_force_estimate_s(1_000_000, rates) == pytest.approx((100.0, 200.0))
+    ops = OpCount(steps=10, int_ops=20, nat_ops=70, limb_work=10**9)
+    fast, slow = cost.packed_estimate_s(ops, rates)
+    assert fast == pytest.approx(100 * 1e-4)
+    assert slow == pytest.approx(cost.PACKED_OVERHEAD_S + 100 * 2e-4 + 10**9 * cost.SLOWEST_LIMB_S)
+
+
+def test_limit_between_keeps_both_margins_by_the_same_factor() -> None:
+    limit = cost.limit_between(brute_fastest_s=6000.0, packed_slowest_s=20.0)
+    # bounds 100 s (5 × 20) and 2000 s (6000 / 3): the geometric middle, rounded down to 10 s
+    assert limit == 440.0
+    assert 6000.0 / limit >= cost.BRUTE_FORCE_MARGIN and limit / 20.0 >= cost.PACKED_MARGIN
+    with pytest.raises(cost.NoLimitFits, match="brute force is kept out only below 100 s"):
+        cost.limit_between(brute_fastest_s=300.0, packed_slowest_s=60.0)
+
+
+def test_hard_estimate_of_the_old_p47_shape_has_no_limit() -> None:
+    """Issue 40's finding, in the model: p = 47, H = 32 cannot keep both margins."""
+    est = cost.hard_estimate(47, 32)
+    assert est.mul_adds == kernel_mul_adds(47, 32) == 48 * 47**2 * 32
+    assert est.limit_s is None
+
+
+def test_every_shipped_hard_limit_keeps_both_margins() -> None:
+    """Brute force at least 3× each hard task's limit at the fastest rate planned for, the packed
+    route at most a fifth of it at the slowest; the limit is the model's."""
+    assert len(HARD) >= 6
+    for record in HARD:
+        assert cost.limit_problems(record.p, record.hidden, record.timeout_s) == [], record.id
+        assert record.timeout_s == cost.hard_estimate(record.p, record.hidden).limit_s
+
+
+def test_a_limit_that_lets_brute_force_in_is_caught() -> None:
+    record = HARD[0]
+    est = cost.hard_estimate(record.p, record.hidden)
+    too_long = est.brute_force_s[0] / cost.BRUTE_FORCE_MARGIN + 10
+    assert "brute force at the fastest rate" in cost.limit_problems(record.p, record.hidden, too_long)[0]
+    too_short = est.packed_s[1] * cost.PACKED_MARGIN - 10
+    assert "the packed route" in cost.limit_problems(record.p, record.hidden, too_short)[0]
+    assert cost.limit_problems(record.p, record.hidden, None) == ["no shipped limit"]
+
+
+def test_a_measured_rate_is_widened_both_ways() -> None:
+    rates = cost.Rates.measured(1e-4, "here")
+    assert rates.fastest_s == pytest.approx(1e-4 / cost.MEASURED_SPREAD)
+    assert rates.slowest_s == pytest.approx(1e-4 * cost.MEASURED_SPREAD)
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(5, "5 s"), (89, "89 s"), (600, "10 min"), (7200, "2.0 h")])
@@ -65,7 +119,9 @@ def test_timeouts_round_up_and_respect_the_floor() -> None:
 
 def test_read_timeouts_round_trip_and_errors(tmp_path: Path) -> None:
     fit = cost.RateFit(intercept_s=0.5, seconds_per_mul_add=2e-5, n_tasks=3)
-    doc = cost.TimeoutsFile(toolchain="t", fit=fit, headroom=3.0, floor_s=60.0, timeouts={"x": 61.0})
+    doc = cost.TimeoutsFile(
+        toolchain="t", fit=fit, headroom=3.0, floor_s=60.0, timeouts={"x": 61.0}, hard_rates=None
+    )
     path = tmp_path / "t.json"
     path.write_text(doc.model_dump_json(), encoding="utf-8")
     assert cost.read_timeouts(path) == {"x": 61.0}

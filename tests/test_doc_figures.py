@@ -50,13 +50,14 @@ def test_task_counts(capsys: pytest.CaptureFixture[str]) -> None:
     train = [r for r in every if r["split"] == "train"]
     evals = [r for r in every if r["split"] == "eval"]
     assert _number(r"\*\*Data\*\*: (\d+) integer networks", README) == len(every)
-    assert _number(r"`train` (\d+) tasks \(seeds", README) == len(train)
-    assert _number(r"`eval` (\d+) \(seed 2\)", README) == len(evals)
-    assert _number(r"and `hard`, (\d+) networks with p", README) == len(hard)
+    assert _number(r"`train` (\d+), `eval` \d+ \(seed 2\)", README) == len(train)
+    assert _number(r"`train` \d+, `eval` (\d+) \(seed 2\)", README) == len(evals)
+    assert _number(r"the \[hard split\]\([^)]*\), (\d+) with p", README) == len(hard)
     row = re.search(r"^\| `split` \| .*$", README, re.MULTILINE)
     assert row is not None
-    counts = [int(n) for n in re.findall(r"\((\d+)(?: tasks)?\)", row.group(0))]
-    assert counts == [len(train), len(evals), len(every), len(hard)], row.group(0)
+    counts = [int(n) for n in re.findall(r"\((\d+)(?: tasks)?[,)]", row.group(0))]
+    by_split = [sum(r["split"] == name for r in hard) for name in ("hard-train", "hard-eval")]
+    assert counts == [len(train), len(evals), *by_split], row.group(0)
     hard_ps = sorted({r["p"] for r in hard})
     assert f"p ∈ {{{', '.join(map(str, hard_ps))}}}" in README
 
@@ -68,7 +69,7 @@ def test_prompt_token_figures(capsys: pytest.CaptureFixture[str]) -> None:
     train = [r["prompt_tokens"] for r in every if r["split"] == "train"]
     assert _number(r"The prompts run from about ([\d.]+)k tokens", OPERATIONS) == _k(min(tokens))
     assert _number(r"to about ([\d.]+)k \(p = 23, H = 32", OPERATIONS) == _k(max(train))
-    assert _number(r"the hard split's p = 47 prompts reach about ([\d.]+)k", OPERATIONS) == _k(
+    assert _number(r"the hard split's prompts reach about ([\d.]+)k", OPERATIONS) == _k(
         max(r["prompt_tokens"] for r in hard)
     )
     assert _number(r"the largest train prompt \(about ([\d.]+)k\)", OPERATIONS) == _k(max(train))

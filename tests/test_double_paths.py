@@ -1,5 +1,5 @@
 """The toolchain double's paths, after the two reviews of its path fix (issue 37, item 7:
-/work/notes/review-A.md part 2, review-B.md part 1; tests/toolchain_double/README.md, the path
+docs/readings/review-A.md part 2, review-B.md part 1; tests/toolchain_double/README.md, the path
 row). Lean's rules, as the reviews read them: `LEAN_PATH` is split at `:` only, every piece kept
 as it is (src/Init/System/FilePath.lean @02edefea5275 `SearchPath.parse`; an empty piece joins
 as `/ROOT`, `FilePath.join`), then the toolchain's `lib/lean` (src/Lean/Util/Path.lean @0514f7ca8b36

@@ -167,3 +167,24 @@ def test_the_process_package_imports_one_way_and_stays_small() -> None:
         assert process.__name__ not in imported, name  # never through the package's __init__
         big = [n.name for n in nodes if isinstance(n, ast.ClassDef) and (n.end_lineno or 0) - n.lineno >= 300]
         assert big == [], (name, big)
+
+
+#: Modules over 900 lines that this test found and that are not split yet, with their size: the
+#: test fails when one grows, shrinks under the limit (take it off) or another appears.
+OVERSIZED_MODULES: dict[str, int] = {"kernels.py": 920}  # since main's 9e9fc21 (issue 40)
+
+
+def test_every_grading_module_and_class_stays_small() -> None:
+    """The project's standard for all of grading/ (the process package checks its own above): no
+    module over 900 lines, no class over 300."""
+    root = Path(process.__file__).parent.parent
+    oversized = {}
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        name = str(path.relative_to(root))
+        if source.count("\n") > 900:
+            oversized[name] = source.count("\n")
+        nodes = ast.walk(ast.parse(source))
+        big = [n.name for n in nodes if isinstance(n, ast.ClassDef) and (n.end_lineno or 0) - n.lineno >= 300]
+        assert big == [], (name, big)
+    assert oversized == OVERSIZED_MODULES

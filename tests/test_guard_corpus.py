@@ -365,13 +365,24 @@ def token_starts(text: str, lo: int = 0, hi: int | None = None) -> list[int]:
 
 
 def insert_comment(text: str, pos: int, kind: str, words: str) -> str:
-    """`text` with a comment right before `pos`; after a line comment the token keeps its column."""
-    column = pos - (text.rfind("\n", 0, pos) + 1)
+    """`text` with a comment right before `pos`, the token keeping its column (Lean's layout reads
+    columns: a structure's fields and `where` declarations start at the column of the first,
+    which a comment put before a line's first token would move): after a line comment the line
+    is indented as before, and a block comment before a line's first token goes at the end of
+    the line before it."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    column = pos - line_start
     comment = {
         "line": f"-- {words}\n" + " " * column,
         "block": f"/- {words} -/ ",
         "nested": f"/- {words} /- {words} -/ -/ ",
     }[kind]
+    if kind != "line" and line_start > 0 and not text[line_start:pos].strip():
+        return text[: line_start - 1] + " " + comment.rstrip() + text[line_start - 1 :]
+    if pos > 0 and text[pos - 1] in "!#$%&*+-./:;<=>?@\\^|~":
+        # a comment right after an operator character is refused on purpose (`!--` may be one
+        # token to Lean: lexer.py, `_OPERATOR_CHARS`): a space goes first, as the message says
+        comment = " " + comment
     return text[:pos] + comment + text[pos:]
 
 
@@ -431,22 +442,38 @@ PROMPT_EXAMPLES: list[tuple[list[str], list[str]]] = [
     (["-- we import only the weights"], ["def x := 1\nimport LeanCheckedNetwork.Network"]),
     (["-- meta-reasoning: export the lemma"], ["-- no sorry needed", "def e := Environment"]),
     (["#check Nat.add_comm", "-- #pairs = 49"], ["#exit"]),
-    (["@[simp] theorem t : 1 + 1 = 2 := rfl"], ["@[instance] def i : Inhabited Nat := ⟨0⟩"]),
+    (
+        ["@[simp] theorem t : 1 + 1 = 2 := rfl", "@[simp, elab_as_elim] theorem t : 1 + 1 = 2 := rfl",
+         "@[norm_cast] theorem c (n : Nat) : ((n : Int) : Int) = n := rfl",
+         "attribute [local instance] Classical.propDecidable"],
+        ["@[instance] def i : Inhabited Nat := ⟨0⟩"],
+    ),
     (["set_option maxRecDepth 4000 in\ntheorem t : 1 = 1 := rfl"], ["set_option trace.profiler true"]),
-    (["example : 1 = 1 := by decide (kernel := true)"], ["example : 1 = 1 := by decide (kernel := myFlag)"]),
+    (
+        ["example : 1 = 1 := by decide (kernel := true)"],
+        ["example : 1 = 1 := by decide (kernel := myFlag)",
+         "theorem t (a b : Nat) (h : a < b) : a ≤ b := Nat.le_of_lt (h := h)"],
+    ),
     (["theorem m (a b : Nat) : (a + b) % 7 < 7 := Nat.mod_lt _ (by decide)"], ["def y (b : Nat) := b%7"]),
     (
         ["example (b : Bool) : (b && b) = b := match b with\n  | true | false => rfl",
-         "theorem q (b : Bool) (h : b = true) : b = true := h"],
+         "theorem q (b : Bool) (h : b = true) : b = true := h",
+         "example : (true : Bool) = true := rfl",
+         "def rowCheck (a : Nat) : Bool := a < 7\ndef f (a b : Nat) : Nat := (a + b) % 7\n"
+         "theorem rows : ∀ a, a < 7 → rowCheck a = true → ∀ b : Nat, b < 7 → f a b = (a + b) % 7 := by\n"
+         "  intro a _ _ b _\n  rfl",
+         "def allT : List Bool → Bool\n  | true :: bs => allT bs\n  | _ => false"],
         ["def true : Bool := false", "structure S where true x : Bool",
-         "example : (true : Bool) = true := rfl"],
+         "def f : (true : Bool) → Bool := fun b => b", "instance true : Inhabited Nat := ⟨0⟩"],
     ),
     (
         ["def P (n : Nat) : Prop := n < 5\ninstance : ∀ n, Decidable (P n) := fun n => Nat.decLt n 5",
          "inductive T | a\nderiving instance DecidableEq for T"],
-        ["instance : OfNat Nat 5 := ⟨0⟩"],
+        ["instance : OfNat Nat 5 := ⟨0⟩", "inductive T | a\nderiving instance Repr for T"],
     ),
-    (["theorem lt (a b : Nat) (h : a < b) : a < b := h -- note"],
+    (["theorem lt (a b : Nat) (h : a < b) : a < b := h -- note", "def T : Type := Nat ×' Nat",
+      "def S : Type := Σ' n : Nat, n < 5",
+      "theorem g (l : List Nat) (i : Nat) (h : i < l.length) : l[i]'h = l[i] := rfl"],
      ["def f (a b : Nat) := a <--b", "/- unclosed"]),
     (["-- «quoted»"], ["def «x» := 1"]),
 ]  # fmt: skip

@@ -18,8 +18,10 @@ from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
 from lean_mod_add_proof.grading import selftest
 from lean_mod_add_proof.grading.judge_source import JUDGE_SOURCE_PATH, judge_text
 from lean_mod_add_proof.grading.lean_names import theorem_signature
+from lean_mod_add_proof.grading.lean_tokens import TOKEN_TABLE_LEAN
 from lean_mod_add_proof.grading.reference import reference_submission, single_decide_submission
 from lean_mod_add_proof.grading.routes.comparator import challenge_lean
+from lean_mod_add_proof.hard_route import DRAFT_PATH, DRAFT_TASK
 
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT = ROOT / "docs" / "lean-audit.md"
@@ -39,13 +41,17 @@ def audited_texts() -> dict[str, str]:
         # The Weights.lean template, as rendered for the smallest and the largest task.
         "Weights.lean (p05_h08_s0)": (TASKS / "p05_h08_s0" / "Weights.lean").read_text(encoding="utf-8"),
         "Weights.lean (p23_h32_s0)": (TASKS / "p23_h32_s0" / "Weights.lean").read_text(encoding="utf-8"),
-        # The hard split: p rows of 32 make list literals long enough for the `%[…]` expansion.
-        "Weights.lean (p47_h32_s0)": (TASKS / "p47_h32_s0" / "Weights.lean").read_text(encoding="utf-8"),
+        # The hard split: p rows make list literals long enough for the `%[…]` expansion.
+        f"Weights.lean ({DRAFT_TASK})": (TASKS / DRAFT_TASK / "Weights.lean").read_text(encoding="utf-8"),
+        # The packed route's draft (UNVERIFIED; lean-check tries it, grading never uses it).
+        f"PackedDraft.lean (UNVERIFIED, {DRAFT_TASK})": DRAFT_PATH.read_text(encoding="utf-8"),
         "reference proof (p=5)": reference_submission(5),
         "reference proof (p=23)": reference_submission(23),
         "single-decide proof (p=5)": single_decide_submission(5),
         "single-decide proof (p=23)": single_decide_submission(23),
         "prompt theorem signature (p=5)": theorem_signature(5),
+        # The guard's token-table check (grading/token_canary.py), run by lean-check and doctor.
+        "TokenTable.lean": TOKEN_TABLE_LEAN.read_text(encoding="utf-8"),
     }
     for canary in selftest.CANARIES:
         texts[f"canary: {canary.name}"] = canary.text
@@ -79,7 +85,8 @@ def test_every_lean_text_has_an_audit_entry_at_its_current_hash(name: str) -> No
 def test_every_shipped_lean_file_is_listed() -> None:
     # Judge/Network/SelfTestWeights by name; the 63 Weights.lean are renders of one template,
     # checked byte for byte against the renderer in test_dataset_weights.
-    listed = {JUDGE_SOURCE_PATH, NETWORK_LEAN_PATH.resolve(), selftest.SELFTEST_WEIGHTS_PATH}
+    listed = {JUDGE_SOURCE_PATH, NETWORK_LEAN_PATH.resolve(), selftest.SELFTEST_WEIGHTS_PATH, DRAFT_PATH}
+    listed.add(TOKEN_TABLE_LEAN)
     unlisted = [p for p in shipped_lean_files() if p.resolve() not in listed and p.name != "Weights.lean"]
     assert unlisted == []
 

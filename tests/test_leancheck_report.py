@@ -64,7 +64,7 @@ def test_the_kernel_rate_is_fitted_over_accepted_reference_proofs_only() -> None
     ]
     line = kernel_rate_line(rows)
     assert line.startswith("measured kernel rate: 0.5 µs per Int multiply-add (+ 1.00 s a grade, fit over 2")
-    assert "the model assumes 150-170 µs" in line
+    assert "the model plans with 75-340 µs per kernel operation: the cited 150-170 µs" in line
     none = kernel_rate_line(rows[2:])
     assert none.startswith("measured kernel rate: none (no reference proof was accepted)")
 

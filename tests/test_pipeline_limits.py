@@ -10,7 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import build_output, marker, processes_with, run_double, submission, wait_gone, work_dirs
+from helpers import (
+    build_output,
+    marker,
+    needs_bwrap,
+    processes_with,
+    run_double,
+    submission,
+    wait_gone,
+    work_dirs,
+)
 from timing import MARGIN_S
 
 from lean_mod_add_proof.grading import workdirs
@@ -42,6 +51,18 @@ async def test_disk_cap(tmp_path: Path) -> None:
         max_file_mb=64,
     )
     assert res.failed_stage == "build" and res.judged and "disk cap exceeded" in res.reason
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("on", marks=needs_bwrap)])
+async def test_disk_cap_counts_a_file_held_open_after_its_removal(tmp_path: Path, mode: str) -> None:
+    """Build-time code removing a 40 MiB file it keeps open for 2 s: the disk walk cannot see it,
+    and under a 16 MiB disk cap the grade was accepted (the review of the signal filter,
+    finding 4: 667 MiB under 256). The watcher counts the files the build holds with no name."""
+    res = await run_double(submission("build hold-deleted 40 2"), tmp_path, sandbox=mode, max_disk_mb=16)
+    assert res.failed_stage == "build" and res.judged and not res.accepted, res.reason
+    assert "disk cap exceeded (" in res.reason and "> 16 MiB)" in res.reason, res.reason
+    ok = await run_double(submission("build hold-deleted 4 1"), tmp_path, sandbox=mode, max_disk_mb=16)
+    assert ok.accepted, ok.reason
 
 
 async def test_file_size_cap(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ bring on itself a signal that only comes from outside, while SIGABRT (Lean's own
 SIGSEGV, threads and fork go on working. Real bwrap with the grader's own options
 (`sandbox.bwrap_argv`), real syscalls (a Python script in the sandbox).
 
-The attacks of the red team's review (/work/notes/review-signal-filter.md) run through the
+The attacks of the red team's review (docs/readings/review-signal-filter.md) run through the
 grader's own `run_command`, as a build does: a sandbox process signalling its process group, which
 held bwrap itself (finding 1); a process group orphaned while the command is stopped, which makes
 the kernel send it SIGHUP (opened by `--new-session`, closed with it); ptrace-level access to

@@ -25,6 +25,7 @@ from lean_mod_add_proof.constants import (
 )
 from lean_mod_add_proof.dataset.tasks import (
     DEFAULT_TASKS_DIR,
+    HARD_EVAL_SEED,
     NETWORK_LEAN_PATH,
 )
 from lean_mod_add_proof.grading.guard import BANNED_WORDS
@@ -88,14 +89,17 @@ def make_trace(task: vf.Task, reply: str) -> vf.Trace:
 
 
 def selected(split: str, row_split: str) -> bool:
-    """The documented rule, written out independently: `all` is train + eval (the seed's grid)."""
-    return row_split in ("train", "eval") if split == "all" else row_split == split
+    """The documented rule, written out independently: `all` is train + eval (the seed's grid),
+    `hard` is hard-train + hard-eval."""
+    groups = {"all": ("train", "eval"), "hard": ("hard-train", "hard-eval")}
+    return row_split in groups.get(split, (split,))
 
 
-@pytest.mark.parametrize("split", ["train", "eval", "hard", "all"])
+@pytest.mark.parametrize("split", ["train", "eval", "all", "hard-train", "hard-eval", "hard"])
 @pytest.mark.parametrize("max_p", [None, 5, 7, 29])
 def test_load_counts_match_tasks_jsonl(tmp_path: Path, split: str, max_p: int | None) -> None:
-    tasks_dir = make_task_set(tmp_path / "tasks", ((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0), (29, 2, 0)))
+    specs = ((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0), (29, 2, 0), (29, 2, 3))
+    tasks_dir = make_task_set(tmp_path / "tasks", specs)
     expected = [
         r["id"]
         for r in rows_of(tasks_dir)
@@ -121,10 +125,12 @@ def test_load_counts_match_tasks_jsonl(tmp_path: Path, split: str, max_p: int | 
         ("eval", None),
         ("all", None),
         ("hard", None),
+        ("hard-train", None),
+        ("hard-eval", None),
         ("train", 7),
         ("eval", 11),
         ("all", 23),
-        ("hard", 43),
+        ("hard", 113),
     ],
 )
 def test_packaged_set_counts(split: str, max_p: int | None) -> None:
@@ -141,10 +147,12 @@ def test_all_is_the_seed_grid_and_hard_is_apart() -> None:
     grid = [t.data for t in taskset(None, split="all")]
     hard = [t.data for t in taskset(None, split="hard")]
     assert len(grid) == 63 and {d.p for d in grid} == {5, 7, 11, 13, 17, 19, 23}
-    assert len(hard) >= 12 and all(d.p > 23 and d.split == "hard" for d in hard)
+    assert len(hard) >= 6 and all(d.p > 23 and d.split in ("hard-train", "hard-eval") for d in hard)
     assert len(grid) + len(hard) == len(everything)
-    by_id = {r["id"]: r for r in everything}
-    assert all(by_id[d.id]["kernel_mul_adds"] >= 4_000_000 for d in hard)
+    # One seed of every hard shape is held out, as seed 2 is in the grid.
+    held_out = [d for d in hard if d.split == "hard-eval"]
+    assert {(d.p, d.hidden) for d in held_out} == {(d.p, d.hidden) for d in hard}
+    assert {d.seed for d in held_out} == {HARD_EVAL_SEED}
 
 
 def write_timeouts(path: Path, limits: dict[str, float]) -> Path:
@@ -152,6 +160,28 @@ def write_timeouts(path: Path, limits: dict[str, float]) -> Path:
     doc = {"toolchain": "test", "fit": fit, "headroom": 3.0, "floor_s": 60.0, "timeouts": limits}
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
+
+
+@pytest.mark.skipif(
+    not (DEFAULT_TASKS_DIR / "tasks.jsonl").is_file(), reason="packaged task set not generated yet"
+)
+def test_a_hard_task_is_graded_under_its_shipped_limit_unless_a_file_lists_it(tmp_path: Path) -> None:
+    """The shipped limit (tasks.jsonl `timeout_s`) is the default for a hard task, whatever the
+    fixed timeout_s says, in its config and in its prompt; a timeouts file listing the task wins."""
+    rows = {r["id"]: r for r in rows_of(DEFAULT_TASKS_DIR)}
+    hard = {t.data.id: t for t in taskset(None, split="hard", task={"timeout_s": 300})}
+    first, second = sorted(hard)[:2]
+    for tid, task in hard.items():
+        shipped = rows[tid]["timeout_s"]
+        assert shipped and task.config.timeout_s == shipped != 300
+        assert f"{shipped:g} seconds" in task.data.prompt
+    limits = write_timeouts(tmp_path / "t.json", {first: 4321.0})
+    overridden = {t.data.id: t for t in taskset(None, split="hard", task={"timeouts": limits})}
+    assert overridden[first].config.timeout_s == 4321.0 and "4321 seconds" in overridden[first].data.prompt
+    assert overridden[second].config.timeout_s == rows[second]["timeout_s"]
+    # The grid keeps the fixed timeout_s.
+    grid = next(iter(taskset(None, split="all", task={"timeout_s": 123})))
+    assert rows[grid.data.id]["timeout_s"] is None and grid.config.timeout_s == 123
 
 
 def test_timeouts_file_sets_each_listed_task_and_falls_back(tasks_dir: Path, tmp_path: Path) -> None:

@@ -6,7 +6,12 @@ The one-off set-up (the self-test, the judge's build and the task's cache entry)
 each task, through `warm_cache`, and is reported apart: it is paid once per machine, not per
 grade, so it must not feed the time limit. The fit (dataset/cost.py) uses only the stages that
 one `timeout_s` deadline covers, and `--timeouts-out` extrapolates it to every task of the set,
-so the large tasks get a limit from a few small measured ones."""
+so the large tasks get a limit from a few small measured ones.
+
+Only grid tasks are measured: a hard task's reference proof is brute force, which its limit is
+built to keep out. A hard task's limit comes from the cost model (dataset/cost.py) with the
+measured rate in place of the planned range; `lean-check` measures one hard reference under a
+raised limit and passes it in with `--add-measurements`."""
 
 from __future__ import annotations
 
@@ -23,14 +28,21 @@ from lean_mod_add_proof.cli.exits import EXIT_NOT_JUDGED, EXIT_OK, EXIT_PROBLEM,
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.cli.taskrun import add_task_flags, start
 from lean_mod_add_proof.dataset.cost import (
+    BRUTE_FORCE_MARGIN,
     DEFAULT_FLOOR_S,
     DEFAULT_HEADROOM,
+    LIMIT_STEP_S,
+    NoLimitFits,
+    RateFit,
+    Rates,
     TimeoutsFile,
     fit_rate,
     format_duration,
+    hard_estimate,
+    limit_between,
     timeouts_for,
 )
-from lean_mod_add_proof.dataset.tasks import TaskRecord, in_split, load_tasks
+from lean_mod_add_proof.dataset.tasks import TaskRecord, in_split, is_hard, load_tasks
 from lean_mod_add_proof.grading.steps_log import long_step
 from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER
 
@@ -110,10 +122,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if not value > 0:
             print_error(f"calibrate: {flag} {value:g}: must be above 0")
             return EXIT_USAGE
+    try:
+        added = read_measurements(args.add_measurements) if args.add_measurements else []
+    except ValueError as exc:
+        print_error(f"calibrate: --add-measurements: {exc}")
+        return EXIT_USAGE
     started = start(args, console, "calibrate", "nothing measured")
     if isinstance(started, int):
         return started
     config, records, found = started
+    if hard := [r.id for r in records if is_hard(r.split)]:
+        print_error(
+            f"calibrate: {', '.join(hard)}: calibrate measures grid tasks only (a hard task's reference "
+            "proof is brute force, which its limit keeps out); --timeouts-out gives hard tasks limits "
+            "from the cost model, and `lean-check` measures one hard reference (docs/dataset.md)"
+        )
+        return EXIT_USAGE
     records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))  # smallest kernel work first
     # The bar is for a terminal; the log lines (grading/steps_log.py) also reach a pipe (CI).
     rows: list[dict] = []
@@ -194,31 +218,98 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         "(docs/operations.md, Calibration).",
         highlight=False,
     )
-    fit = fit_rate([(r["kernel_mul_adds"], r["checked_seconds"]) for r in rows])
+    fit = fit_rate([(r["kernel_mul_adds"], r["checked_seconds"]) for r in rows + added])
     console.print(
-        f"Fit over {fit.n_tasks} task(s): {fit.intercept_s:.2f} s + {fit.seconds_per_mul_add * 1e6:.3g} µs "
+        f"Fit over {fit.n_tasks} task(s)"
+        + (f" ({len(added)} from {args.add_measurements})" if added else "")
+        + f": {fit.intercept_s:.2f} s + {fit.seconds_per_mul_add * 1e6:.3g} µs "
         "per Int multiply-add (an extrapolation past the largest task measured).",
         highlight=False,
     )
     if args.timeouts_out is not None:
-        # The grid's tasks and every measured one. A hard task not measured keeps the fixed
-        # timeout_s: a limit extrapolated from the brute-force rate would let brute force fit it,
-        # which is what the hard split is built to rule out (docs/dataset.md).
-        measured = {r["task"] for r in rows}
-        every = [r for r in load_tasks(args.tasks_dir) if in_split(r.split, "all") or r.id in measured]
-        limits = timeouts_for([(r.id, r.kernel_mul_adds) for r in every], fit, args.headroom, args.floor_s)
+        every = load_tasks(args.tasks_dir)
+        grid = [r for r in every if in_split(r.split, "all")]
+        limits = timeouts_for([(r.id, r.kernel_mul_adds) for r in grid], fit, args.headroom, args.floor_s)
+        hard_limits, hard_rates, notes = hard_timeouts([r for r in every if is_hard(r.split)], fit)
+        for line in notes:
+            console.print(line, style="yellow", highlight=False)
+        limits.update(hard_limits)
         out = TimeoutsFile(
-            toolchain=found.version, fit=fit, headroom=args.headroom, floor_s=args.floor_s, timeouts=limits
+            toolchain=found.version,
+            fit=fit,
+            headroom=args.headroom,
+            floor_s=args.floor_s,
+            timeouts=limits,
+            hard_rates=hard_rates,
         )
         args.timeouts_out.write_text(out.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        longest = max(every, key=lambda r: (limits[r.id], r.id))
+        longest = max(grid, key=lambda r: (limits[r.id], r.id))
+        hard_part = (
+            f" and the {len(hard_limits)} hard tasks (the cost model at the rate measured here)"
+            if hard_limits
+            else " (hard tasks keep their shipped limits)"
+        )
         console.print(
-            f"wrote {args.timeouts_out}: a timeout_s for {len(every)} tasks (the grid and those measured) "
-            f"(longest {longest.id}: {format_duration(limits[longest.id])}); use it with "
+            f"wrote {args.timeouts_out}: a timeout_s for the {len(grid)} grid tasks "
+            f"(longest {longest.id}: {format_duration(limits[longest.id])}){hard_part}; use it with "
             f"--env.taskset.task.timeouts {args.timeouts_out}",
             highlight=False,
         )
     return EXIT_OK
+
+
+def read_measurements(path: Path) -> list[dict[str, Any]]:
+    """The accepted rows of a measurements file (`calibrate --out`, or `lean-check`'s hard
+    reference): each needs `kernel_mul_adds` and `checked_seconds`. ValueError says what is wrong."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc.msg})") from None
+    rows = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: no `tasks` list (write it with `calibrate --out` or `lean-check`)")
+    good = []
+    for i, row in enumerate(rows):
+        try:
+            work, seconds = int(row["kernel_mul_adds"]), float(row["checked_seconds"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{path}: tasks[{i}] needs kernel_mul_adds and checked_seconds") from None
+        if work <= 0 or not seconds > 0:
+            raise ValueError(f"{path}: tasks[{i}]: kernel_mul_adds and checked_seconds must be positive")
+        if row.get("accepted"):
+            good.append(row)
+    return good
+
+
+def hard_timeouts(hard: list[TaskRecord], fit: RateFit) -> tuple[dict[str, float], Rates | None, list[str]]:
+    """Each hard task's limit from the cost model with the measured rate (÷ or × MEASURED_SPREAD)
+    in place of the planned range, the rates used, and warnings (pure). Without a usable rate the
+    hard tasks are not listed, so they keep their shipped limits. Where no limit keeps both margins
+    the one that keeps brute force out wins: the split exists to be beyond brute force."""
+    if not hard:
+        return {}, None, []
+    if fit.seconds_per_mul_add <= 0:
+        return {}, None, ["the fit has no rate (slope 0): hard tasks keep their shipped limits"]
+    rates = Rates.measured(fit.seconds_per_mul_add, "the rate measured here")
+    limits: dict[str, float] = {}
+    notes: list[str] = []
+    for record in hard:
+        estimate = hard_estimate(record.p, record.hidden, rates)
+        if estimate.limit_s is not None:
+            limits[record.id] = estimate.limit_s
+            continue
+        bound = estimate.brute_force_s[0] / BRUTE_FORCE_MARGIN
+        step = LIMIT_STEP_S if bound >= LIMIT_STEP_S else 1.0  # a whole second at least
+        limits[record.id] = max(1.0, bound // step * step)
+        try:
+            limit_between(estimate.brute_force_s[0], estimate.packed_s[1])
+        except NoLimitFits as exc:
+            notes.append(
+                f"{record.id}: {exc}; its limit keeps brute force out, and the packed route's margin is lower"
+            )
+    return limits, rates, notes
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -228,15 +319,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Exit 0: every reference proof accepted; 1: some rejected; 3: could not judge "
         "(for example no toolchain); 2: usage error.",
     )
-    add_task_flags(p, "which tasks (default: all)")
+    add_task_flags(p, "which grid tasks (default: all; hard tasks are never measured here)")
     p.add_argument("--out", type=Path, default=None, help="write the measurements as JSON here")
     p.add_argument(
         "--timeouts-out",
         type=Path,
         default=None,
         metavar="FILE",
-        help="fit the seconds per multiply-add and write a timeout_s here for every task of the grid "
-        "and every task measured (read by --env.taskset.task.timeouts)",
+        help="fit the seconds per multiply-add and write a timeout_s here for every task of the grid, "
+        "and for every hard task from the cost model at that rate (read by --env.taskset.task.timeouts)",
     )
     p.add_argument(
         "--headroom",
@@ -249,6 +340,14 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=float,
         default=DEFAULT_FLOOR_S,
         help=f"no limit below this many seconds (default: {DEFAULT_FLOOR_S:g})",
+    )
+    p.add_argument(
+        "--add-measurements",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="add the accepted rows of FILE (a `calibrate --out` file, or lean-check's hard reference "
+        "measurement) to the fit",
     )
     add_grader_flags(p)
     p.set_defaults(handler=cmd_calibrate)

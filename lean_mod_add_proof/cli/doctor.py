@@ -548,6 +548,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
     from lean_mod_add_proof.dataset.tasks import NETWORK_LEAN_PATH
     from lean_mod_add_proof.grading import pipeline, toolchain
     from lean_mod_add_proof.grading.selftest import run_selftest
+    from lean_mod_add_proof.grading.token_canary import run_token_table
 
     found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if not isinstance(found, toolchain.Toolchain):
@@ -568,6 +569,9 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
             route_used = route.label
             break
         reasons.append(report.reason)
+    # The guard's beliefs about Lean's tokens, held against this toolchain's table: reported, and
+    # no part of the exit status (a mismatch does not stop grading, docs/trust-model.md).
+    tokens = asyncio.run(run_token_table(found.dir, found.lean, work_root=config.work_root))
     return (EXIT_OK if route_used else EXIT_PROBLEM), {
         "toolchain": found.label,
         "toolchain_double": found.is_double,
@@ -576,6 +580,7 @@ def run_selftest_report(config: GraderConfig) -> tuple[int, dict[str, object]]:
         "reason": "" if route_used else "; ".join(reasons),
         "canaries": canaries,
         "failed_checkers": failed_checkers,
+        "token_table": tokens.line,
     }
 
 
@@ -599,6 +604,8 @@ def _print_selftest(report: dict[str, object]) -> None:
             "is could-not-judge until the toolchain changes)",
             highlight=False,
         )
+    if "token_table" in report:  # the guard's token table on this toolchain (not a canary)
+        console.print(str(report["token_table"]), markup=False, highlight=False)
     if report["passed"] and report.get("toolchain_double"):
         console.print(
             f"[bold yellow]{DOUBLE_BANNER}.[/] Self-test passed on the test double "

@@ -1,10 +1,14 @@
 """Sub-command `lean-check` (`make lean-check` calls it): everything a machine with the pinned Lean
 toolchain should run first, in one report, printed and written to one file (`--report PATH`,
 default under the work root; `leancheck_report.py`). In order: `doctor`, the toolchain and its
-manifest, the self-test's canaries on every route and the comparator's probe, the Lean
-integration tests (`pytest -m lean`, from a repository checkout only: they are not in the wheel),
-and `calibrate` on the smallest, a middle and the largest task with the kernel rate it measured;
-last, what to do about each part that failed.
+manifest, the guard's token table against the toolchain's (`TokenTable.lean`; a difference is a
+FAILED part here, but grading goes on), the self-test's canaries on every route and the
+comparator's probe, the Lean integration tests (`pytest -m lean`, from a repository checkout
+only: they are not in the wheel), one hard task (its Weights.lean built, its brute-force
+reference graded under a raised limit to measure the kernel's rate, and the packed route's
+UNVERIFIED draft tried, which counts for nothing), and `calibrate` on the smallest, a middle and
+the largest grid task with the kernel rate it measured and that hard measurement added to its
+fit; last, what to do about each part that failed.
 
 Exit status: 0 when every part that ran passed (the summary names any part that did not run,
 such as the integration tests outside a checkout); 3 when there is no toolchain (nothing was
@@ -36,6 +40,7 @@ from lean_mod_add_proof.cli.leancheck_report import (
 )
 from lean_mod_add_proof.cli.settings import add_grader_flags
 from lean_mod_add_proof.grading.result import GraderSettings, flag_name
+from lean_mod_add_proof.grading.token_canary import TokenTableReport
 from lean_mod_add_proof.grading.toolchain import DOUBLE_BANNER, TOOLCHAIN_ENV
 
 #: `--quiet`: the report quotes the commands' output, which the long steps' log lines would clutter
@@ -46,8 +51,8 @@ PASSED, FAILED, NOT_RUN = "passed", "FAILED", "not run"
 DOUBLE_REPORT = (
     f"**{DOUBLE_BANNER}.** The toolchain found is the test double (tests/toolchain_double: scripts "
     "that act out what each test scripts and check no proof). Every part below ran on it: they show "
-    "that the grader's machinery works here, nothing about Lean. Not a report to paste into an issue; "
-    "install Lean (`lean-mod-add-proof install-lean`) and run this again."
+    "that the grader's machinery works here, nothing about Lean. Not a report to send to whoever "
+    "maintains this grader; install Lean (`lean-mod-add-proof install-lean`) and run this again."
 )
 #: Where the Lean integration tests live in a checkout, relative to its root.
 INTEGRATION_TESTS = Path("tests") / "test_lean_integration.py"
@@ -157,6 +162,21 @@ def selftest_every_route(args: argparse.Namespace, route_advice: dict[str, str])
     return (PASSED if chosen else FAILED), lines
 
 
+def guard_token_table(args: argparse.Namespace) -> TokenTableReport:
+    """The toolchain's token table held against the guard's (`grading/token_canary.py`)."""
+    import asyncio
+
+    from lean_mod_add_proof.cli.settings import config_from_args
+    from lean_mod_add_proof.grading import toolchain
+    from lean_mod_add_proof.grading.token_canary import not_checked, run_token_table
+
+    config = config_from_args(args)
+    found = toolchain.locate_toolchain(config.toolchain_dir)
+    if not isinstance(found, toolchain.Toolchain):
+        return not_checked(f"no toolchain: {found.reason}")
+    return asyncio.run(run_token_table(found.dir, found.lean, work_root=config.work_root))
+
+
 def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
     """(exit code, report lines)."""
     started = time.time()
@@ -190,6 +210,11 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
     lines += ["", "## Toolchain and its manifest (the files the grader trusts)", ""]
     lines += toolchain_lines(args)
 
+    lines += ["", "## Guard token table (TokenTable.lean against the guard's lean_tokens.py)", ""]
+    tokens = guard_token_table(args)
+    lines.append(tokens.line)
+    results["guard token table"] = PASSED if tokens.matches else FAILED
+
     lines += ["", "## Self-test (canaries through the real pipeline, on every route)", ""]
     route_advice: dict[str, str] = {}
     status, selftest_lines = selftest_every_route(args, route_advice)
@@ -216,8 +241,14 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
         results["integration tests"] = PASSED if code == 0 else (NOT_RUN if code == 5 else FAILED)
 
     with tempfile.TemporaryDirectory() as tmp:
+        hard_results, hard_lines, hard_json = hard_task_check(args, flags, Path(tmp))
+        lines += ["", "## One hard task (Weights.lean, the brute-force rate, the packed draft)", ""]
+        lines += hard_lines
+        results.update(hard_results)
         out_json = Path(tmp) / "timings.json"
         argv = [*CLI, "calibrate", "--out", str(out_json), *flags]
+        if hard_json is not None:
+            argv += ["--add-measurements", str(hard_json)]
         for task in three_tasks():
             argv += ["--task", task]
         code, out = run(argv, 7200)
@@ -245,12 +276,100 @@ def lean_check(args: argparse.Namespace) -> tuple[int, list[str]]:
         lines.append(f"- **{DOUBLE_BANNER}**: every part ran on the test double")
     lines += [f"- {name}: {status}" for name, status in results.items()]
     lines.append(f"- took {time.time() - started:.0f} s")
-    advice = advice_lines(results, route_advice, FAILED)
+    counted = {part: status for part, status in results.items() if not part.endswith(INFORMATIONAL)}
+    advice = advice_lines(counted, route_advice, FAILED)
     lines += ["", "## What to do", ""]
     lines += advice or ["- nothing: every part that ran passed"]
-    if FAILED in results.values():
+    if FAILED in counted.values():
         return EXIT_PROBLEM, lines
     return (EXIT_NOT_JUDGED if double else EXIT_OK), lines
+
+
+#: lean-check's parts that report without counting towards its exit status.
+INFORMATIONAL = "(informational)"
+
+
+def grade_json(task: str, file: Path, timeout_s: float, flags: list[str]) -> tuple[dict | None, str]:
+    """`grade TASK FILE --json` with a limit of `timeout_s`: (the GradeResult as JSON, or None,
+    and the output when there is none)."""
+    flags = [f for i, f in enumerate(flags) if f != "--timeout-s" and flags[i - 1 : i] != ["--timeout-s"]]
+    argv = [*CLI, "grade", task, str(file), "--json", "--timeout-s", f"{timeout_s:g}", *flags]
+    _code, out = run(argv, timeout_s + 600)
+    try:  # stdout (the JSON) comes first, stderr's stage lines after it
+        data, _end = json.JSONDecoder().raw_decode(out[out.index("{") :])
+    except ValueError:
+        return None, out[-3000:]
+    return (data, "") if isinstance(data, dict) and "stage_seconds" in data else (None, out[-3000:])
+
+
+def hard_task_check(
+    args: argparse.Namespace, flags: list[str], tmp: Path
+) -> tuple[dict[str, str], list[str], Path | None]:
+    """Build the smallest hard task's Weights.lean (the long-list literal path the grid never
+    takes), grade its brute-force reference under a raised limit and write that measurement where
+    `calibrate --add-measurements` reads it, then try the packed route's draft on its own task under
+    the task's shipped limit (informational: the draft is UNVERIFIED). (results, report lines, the
+    measurement file or None)."""
+    from lean_mod_add_proof.cli.calibrate import TIMED_STAGES
+    from lean_mod_add_proof.constants import reference_submission
+    from lean_mod_add_proof.dataset.cost import brute_force_estimate_s
+    from lean_mod_add_proof.dataset.tasks import is_hard, load_tasks
+    from lean_mod_add_proof.hard_route import DRAFT_PATH, DRAFT_TASK
+
+    records = {r.id: r for r in load_tasks()}
+    task = min((r for r in records.values() if is_hard(r.split)), key=lambda r: (r.kernel_mul_adds, r.id))
+    results: dict[str, str] = {}
+    code, out = run([*CLI, "warm-cache", "--task", task.id, *flags], 3600)
+    results[f"hard Weights.lean ({task.id})"] = PASSED if code == 0 else FAILED
+    lines = [f"`warm-cache --task {task.id}` (builds its Weights.lean): exit {code}", "```"]
+    lines += [*out.strip().splitlines()[-12:], "```", ""]
+    measurement: Path | None = None
+    if getattr(args, "skip_hard_reference", False):
+        lines.append("brute-force reference: not run (--skip-hard-reference)")
+        results["hard reference"] = NOT_RUN
+    elif code == 0:
+        # Raised far above the task's own limit: brute force is expected to need hours.
+        limit = getattr(args, "hard_timeout_s", None) or 2 * brute_force_estimate_s(task.kernel_mul_adds)[1]
+        reference = tmp / "Reference.lean"
+        reference.write_text(reference_submission(task.p), encoding="utf-8")
+        data, raw = grade_json(task.id, reference, limit, flags)
+        if data is None:
+            lines += ["brute-force reference: `grade --json` printed no result:", "```", raw, "```"]
+            results["hard reference"] = FAILED
+        else:
+            checked = sum(data["stage_seconds"].get(s, 0.0) for s in TIMED_STAGES)
+            verdict = "accepted" if data["accepted"] else ("rejected" if data["judged"] else "not judged")
+            lines.append(
+                f"brute-force reference under a {limit:.0f} s limit: {verdict} after {checked:.0f} s "
+                f"({task.kernel_mul_adds:,} Int multiply-adds: {checked / task.kernel_mul_adds * 1e6:.3g} µs "
+                f"each; the task's own limit is {task.timeout_s:g} s), peak {data['peak_memory_mb']} MiB"
+                + ("" if data["accepted"] else f"; {data['reason']}")
+            )
+            results["hard reference"] = PASSED if data["accepted"] else FAILED
+            if data["accepted"]:
+                measurement = tmp / "hard-reference.json"
+                row = {"task": task.id, "kernel_mul_adds": task.kernel_mul_adds, "accepted": True}
+                row |= {"checked_seconds": checked, "stage_seconds": data["stage_seconds"]}
+                measurement.write_text(json.dumps({"tasks": [row]}) + "\n", encoding="utf-8")
+    draft_task = records[DRAFT_TASK]
+    data, raw = grade_json(DRAFT_TASK, DRAFT_PATH, draft_task.timeout_s or 300.0, flags)
+    if data is None:
+        lines += ["", "packed draft: `grade --json` printed no result:", "```", raw, "```"]
+        results[f"packed draft {INFORMATIONAL}"] = FAILED
+    else:
+        word = "ACCEPTED" if data["accepted"] else ("rejected" if data["judged"] else "not judged")
+        stages = ", ".join(f"{k} {v:.1f} s" for k, v in data["stage_seconds"].items())
+        lines += [
+            "",
+            f"packed draft (UNVERIFIED, {DRAFT_PATH.name}) on {DRAFT_TASK} under its "
+            f"{draft_task.timeout_s:g} s limit: {word}"
+            + ("" if data["accepted"] else f" at {data['failed_stage']}: {data['reason']}"),
+            f"stages: {stages}; peak {data['peak_memory_mb']} MiB",
+        ]
+        if data.get("lean_errors"):
+            lines += ["```", *[str(e) for e in data["lean_errors"][:10]], "```"]
+        results[f"packed draft {INFORMATIONAL}"] = PASSED if data["accepted"] else FAILED
+    return results, lines, measurement
 
 
 def toolchain_lines(args: argparse.Namespace) -> list[str]:
@@ -280,6 +399,10 @@ def cmd_lean_check(args: argparse.Namespace) -> int:
     except OSError as exc:
         print_error(f"lean-check: --report {path}: could not write the report: {exc.strerror or exc}")
         return EXIT_PROBLEM
+    if DOUBLE_REPORT in lines:  # made on the double: it says nothing about Lean, so it is not sent
+        print(f"\nThe report is in {path}. It was made on the test double, so it is not one to send:")
+        print("install Lean (`lean-mod-add-proof install-lean`) and run `lean-check` again.")
+        return code
     print(f"\nThe report is in {path}. Send it to whoever maintains this copy of the grader (there is no")
     print("public issue tracker); the section 'What to do' above says what each failure asks of you.")
     return code
@@ -305,6 +428,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         help="write the report to this file (default: lean-check-<UTC time>.md under the work root)",
+    )
+    p.add_argument(
+        "--skip-hard-reference",
+        action="store_true",
+        help="build the hard task's Weights.lean but do not grade its brute-force reference (hours)",
+    )
+    p.add_argument(
+        "--hard-timeout-s",
+        type=float,
+        default=None,
+        help="the raised limit for the hard brute-force reference (default: twice its slowest estimate)",
     )
     add_grader_flags(p)
     p.set_defaults(handler=cmd_lean_check)

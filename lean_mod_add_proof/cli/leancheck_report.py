@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from lean_mod_add_proof.dataset.cost import PUBLISHED_RATE_S, PUBLISHED_RATE_SOURCE, fit_rate
+from lean_mod_add_proof.dataset.cost import CITED_RATE_SOURCE, PLAUSIBLE_RATES, fit_rate
 from lean_mod_add_proof.grading.toolchain_manifest import Manifest
 
 REPORT_PREFIX = "lean-check-"
@@ -91,20 +91,19 @@ def toolchain_section(label: str, manifest: Manifest) -> list[str]:
 
 def kernel_rate_line(rows: Sequence[Mapping[str, object]]) -> str:
     """The kernel's rate measured by calibration's accepted reference proofs, beside the rate the
-    cost model was sized with (pure)."""
+    cost model plans with (pure)."""
     points = [
         (int(str(r["kernel_mul_adds"])), float(str(r["checked_seconds"])))
         for r in rows
         if r.get("accepted") and "checked_seconds" in r
     ]
-    low, high = PUBLISHED_RATE_S
-    published = f"{low * 1e6:.0f}-{high * 1e6:.0f} µs ({PUBLISHED_RATE_SOURCE})"
+    planned = f"{PLAUSIBLE_RATES.source} ({CITED_RATE_SOURCE})"
     if not points:
-        return f"measured kernel rate: none (no reference proof was accepted); the model assumes {published}"
+        return f"measured kernel rate: none (no reference proof was accepted); the model plans with {planned}"
     fit = fit_rate(points)
     return (
         f"measured kernel rate: {fit.seconds_per_mul_add * 1e6:.3g} µs per Int multiply-add "
-        f"(+ {fit.intercept_s:.2f} s a grade, fit over {fit.n_tasks} task(s)); the model assumes {published}"
+        f"(+ {fit.intercept_s:.2f} s a grade, fit over {fit.n_tasks} task(s)); the model plans with {planned}"
     )
 
 

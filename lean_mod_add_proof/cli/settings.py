@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from lean_mod_add_proof.dataset.tasks import TaskRecord, TaskSetError, in_split
+from lean_mod_add_proof.dataset.tasks import ANY_SPLIT, TaskRecord, TaskSetError, in_split
 from lean_mod_add_proof.grading.result import GraderConfig, GraderSettings, flag_name
 
 #: The smallest `--max-p` vf-eval accepts (`LeanTasksetConfig.max_p`'s bound).
@@ -114,7 +114,7 @@ def select_tasks(records: list[TaskRecord], split: str, max_p: int | None) -> li
             raise TaskSetError(f"--max-p {max_p}: must be at least {MIN_MAX_P}")
         ps = sorted({r.p for r in records if in_split(r.split, split)})
         if ps and not any(p <= max_p for p in ps):
-            which = "" if split == "all" else f"{split} "
+            which = "" if split in ("all", ANY_SPLIT) else f"{split} "
             raise TaskSetError(
                 f"--max-p {max_p}: no {which}task has p <= {max_p} (the smallest p is {ps[0]})"
             )

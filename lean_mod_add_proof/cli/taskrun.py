@@ -14,12 +14,13 @@ from lean_mod_add_proof.dataset.tasks import (
     SPLIT_CHOICES,
     TaskRecord,
     TaskSetError,
+    in_split,
     load_tasks,
 )
 
 
 def add_task_flags(parser: argparse.ArgumentParser, split_help: str) -> None:
-    parser.add_argument("--split", choices=SPLIT_CHOICES, default="all", help=split_help)
+    parser.add_argument("--split", choices=SPLIT_CHOICES, default=None, help=split_help)
     parser.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
     parser.add_argument(
         "--task", action="append", default=[], metavar="ID", help="only this task (repeatable)"
@@ -32,15 +33,25 @@ def add_task_flags(parser: argparse.ArgumentParser, split_help: str) -> None:
     )
 
 
-def choose(records: list[TaskRecord], split: str, max_p: int | None, ids: list[str]) -> list[TaskRecord]:
-    """The selected tasks, in task-set order; ValueError naming any unknown `--task` id, or a
-    `--max-p` vf-eval would refuse (pure)."""
+def choose(
+    records: list[TaskRecord], split: str | None, max_p: int | None, ids: list[str]
+) -> list[TaskRecord]:
+    """The selected tasks, in task-set order (pure). `--task` ids name tasks of any split (a hard
+    one too) unless `--split` is given, and then each must be in it; without ids, `--split`
+    (default `all`). ValueError names any unknown id, any id outside the given split, or a
+    `--max-p` vf-eval would refuse."""
     if ids:
-        known = {r.id for r in records}
-        if unknown := [i for i in ids if i not in known]:
+        by_id = {r.id: r for r in records}
+        if unknown := [i for i in ids if i not in by_id]:
             raise ValueError(f"unknown task id(s): {', '.join(unknown)} (see `lean-mod-add-proof tasks`)")
-        records = [r for r in records if r.id in ids]
-    return select_tasks(records, split, max_p)
+        if split is not None and (outside := [i for i in ids if not in_split(by_id[i].split, split)]):
+            raise ValueError(
+                f"task(s) {', '.join(outside)} not in --split {split} "
+                f"({', '.join(sorted({by_id[i].split for i in outside}))}); drop --split to select by id"
+            )
+        chosen = [r for r in records if r.id in ids]
+        return select_tasks(chosen, "any", max_p)
+    return select_tasks(records, split or "all", max_p)
 
 
 def start(args: argparse.Namespace, console: Any, command: str, nothing: str) -> tuple[Any, list, Any] | int:
@@ -55,7 +66,7 @@ def start(args: argparse.Namespace, console: Any, command: str, nothing: str) ->
         print_error(f"{command}: {exc}")
         return EXIT_USAGE
     if not records:
-        print_error(f"{command}: no task matches split={args.split}, max_p={args.max_p}")
+        print_error(f"{command}: no task matches split={args.split or 'all'}, max_p={args.max_p}")
         return EXIT_USAGE
     found = toolchain.locate_toolchain(config.toolchain_dir, lean_toolchain=config.lean_toolchain)
     if not isinstance(found, toolchain.Toolchain):

@@ -13,16 +13,22 @@ from pathlib import Path
 
 from lean_mod_add_proof.cli.exits import EXIT_USAGE, print_error
 from lean_mod_add_proof.dataset.cost import (
-    PUBLISHED_RATE_S,
-    PUBLISHED_RATE_SOURCE,
+    BRUTE_FORCE_MARGIN,
+    CITED_RATE_SOURCE,
+    PACKED_MARGIN,
+    PACKED_OVERHEAD_S,
+    PLAUSIBLE_RATES,
     brute_force_estimate_s,
     format_range,
+    hard_estimate,
 )
 from lean_mod_add_proof.dataset.tasks import (
     DEFAULT_TASKS_DIR,
+    HARD_EVAL_SEED,
     SPLIT_CHOICES,
     TaskRecord,
     TaskSetError,
+    is_hard,
     load_tasks,
 )
 
@@ -191,8 +197,8 @@ def load_tokenizer(spec: str) -> Tokenizer:
 
 
 def prompt_text(record: TaskRecord, tasks_dir: Path) -> str:
-    """What the model is sent for a task with the default settings: system prompt, then the user
-    prompt (the chat template's few tokens per message come on top)."""
+    """What the model is sent for a task with the default settings (a hard task's own limit):
+    system prompt, then the user prompt (the chat template's few tokens per message come on top)."""
     from lean_mod_add_proof.grading.result import GraderConfig
     from lean_mod_add_proof.prompt import SYSTEM_PROMPT, task_prompt
 
@@ -200,7 +206,7 @@ def prompt_text(record: TaskRecord, tasks_dir: Path) -> str:
     user = task_prompt(
         record,
         tasks_dir,
-        timeout_s=defaults.timeout_s,
+        timeout_s=defaults.timeout_s if record.timeout_s is None else record.timeout_s,
         lean_toolchain=defaults.lean_toolchain,
         memory_mb=defaults.memory_mb,
     )
@@ -227,8 +233,54 @@ def _find(task_id: str, tasks_dir: Path) -> TaskRecord:
     raise TaskSetError(f"unknown task id {task_id!r} in {tasks_dir} (see `lean-mod-add-proof tasks`)")
 
 
+def hard_row(record: TaskRecord) -> dict[str, object]:
+    """The cost model's figures for a hard task, as `tasks --json` prints them (pure)."""
+    est = hard_estimate(record.p, record.hidden)
+    return {
+        "brute_force_estimate_s": list(est.brute_force_s),
+        "packed_route_ops": est.packed_ops.operations,
+        "packed_route_limb_work": est.packed_ops.limb_work,
+        "packed_route_largest_bits": est.packed_ops.largest_bits,
+        "packed_route_cache_mib": round(est.packed_ops.result_bits / 8 / 2**20),
+        "packed_estimate_s": list(est.packed_s),
+        "model_limit_s": est.limit_s,
+        "brute_force_margin": est.margins(record.timeout_s)[0] if record.timeout_s else None,
+        "packed_margin": est.margins(record.timeout_s)[1] if record.timeout_s else None,
+    }
+
+
+def hard_markdown(
+    records: list[TaskRecord], hard: dict[str, dict[str, object]], tokens: dict[str, int], approx: str
+) -> str:
+    """The hard tasks as a Markdown table: both estimates, the shipped limit and its margins
+    (docs/dataset.md quotes this output verbatim, and tests/test_docs.py compares them; pure)."""
+    lines = [
+        "| task | split | p | H | kernel mul-adds | brute force (est.) | packed ops | packed (est.) "
+        "| limit | brute force ÷ limit | limit ÷ packed | prompt tokens |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in records:
+        if r.id not in hard:
+            continue
+        row = hard[r.id]
+        brute, packed = row["brute_force_estimate_s"], row["packed_estimate_s"]
+        margins = (
+            ("-", "-")
+            if r.timeout_s is None
+            else (f"{row['brute_force_margin']:.2f}×", f"{row['packed_margin']:.2f}×")
+        )
+        lines.append(
+            f"| {r.id} | {r.split} | {r.p} | {r.hidden} | {r.kernel_mul_adds:,} | {format_range(*brute)} "
+            f"| {row['packed_route_ops']:,} | {format_range(*packed)} "
+            f"| {'-' if r.timeout_s is None else f'{r.timeout_s:g} s'} | {margins[0]} | {margins[1]} "
+            f"| {approx}{tokens[r.id]:,} |"
+        )
+    return "\n".join(lines)
+
+
 def cmd_tasks(args: argparse.Namespace) -> int:
     from lean_mod_add_proof.cli.settings import select_tasks
+    from lean_mod_add_proof.grading.result import GraderConfig
 
     records = select_tasks(load_tasks(args.tasks_dir), args.split, args.max_p)
     try:
@@ -237,10 +289,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         print_error(f"tasks: --tokenizer: {exc}")
         return EXIT_USAGE
     tokens = {r.id: tokenizer.count(prompt_text(r, args.tasks_dir)) for r in records}
+    hard = {r.id: hard_row(r) for r in records if is_hard(r.split)}
     if args.sort == "kernel-mul-adds":
         records = sorted(records, key=lambda r: (r.kernel_mul_adds, r.id))
     elif args.sort == "prompt-tokens":
         records = sorted(records, key=lambda r: (tokens[r.id], r.id))
+    default_limit = GraderConfig().timeout_s
     if args.json:
         rows = [
             {
@@ -248,11 +302,17 @@ def cmd_tasks(args: argparse.Namespace) -> int:
                 "prompt_tokens": tokens[r.id],
                 "tokenizer": tokenizer.name,
                 "brute_force_estimate_s": list(brute_force_estimate_s(r.kernel_mul_adds)),
-                "brute_force_estimate_source": PUBLISHED_RATE_SOURCE,
+                **hard.get(r.id, {}),
+                "limit_s": default_limit if r.timeout_s is None else r.timeout_s,
+                "rates": PLAUSIBLE_RATES.source,
+                "rates_source": CITED_RATE_SOURCE,
             }
             for r in records
         ]
         print(json.dumps(rows, indent=2))
+        return 0
+    if args.markdown:
+        print(hard_markdown(records, hard, tokens, approx="" if tokenizer.exact else "≈"))
         return 0
     from rich import box
     from rich.console import Console
@@ -271,12 +331,23 @@ def cmd_tasks(args: argparse.Namespace) -> int:
             f"largest prompt {approx}{max(tokens.values()):,} tokens: a sequence length must hold it "
             "plus the completion budget"
         )
-    low_us, high_us = (rate * 1e6 for rate in PUBLISHED_RATE_S)
+    fast_us, slow_us = PLAUSIBLE_RATES.fastest_s * 1e6, PLAUSIBLE_RATES.slowest_s * 1e6
     notes.append(
-        f"brute force (est.): kernel mul-adds × {low_us:g}–{high_us:g} µs each ({PUBLISHED_RATE_SOURCE}); "
-        "`calibrate` measures yours"
+        f"brute force (est.): kernel mul-adds × {fast_us:g}–{slow_us:g} µs each, the fastest and slowest "
+        f"rate planned for ({CITED_RATE_SOURCE}); `calibrate` measures yours"
     )
-    if args.split != "all":
+    if hard:
+        notes.append(
+            f"packed (est.): the packed route's kernel operations (`packed_route_ops` in --json) at the same "
+            f"rates, the slowest plus GMP's limb work and {PACKED_OVERHEAD_S:g} s of build and start-up; "
+            f"limit: shipped with the task, keeping brute force ≥ {BRUTE_FORCE_MARGIN:g}× over it at the "
+            f"fastest rate and the packed route ≤ 1/{PACKED_MARGIN:g} of it at the slowest "
+            "(docs/dataset.md, The hard split)"
+        )
+        notes.append(
+            f"hard-eval (seed {HARD_EVAL_SEED}) is held out: train on hard-train, evaluate on hard-eval"
+        )
+    if args.split not in ("all", "hard"):
         notes.append(
             f"showing the {args.split} split; `--split all` lists train + eval, `--split hard` the rest"
         )
@@ -290,34 +361,49 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         padding=(0, 0, 0, 1),
         pad_edge=False,
     )
-    # No seed column: the id ends with it (`_s<seed>`), and --json has it.
-    headers = (
-        "id",
-        "p",
-        "H",
-        "split",
-        "train frac",
-        "margin",
-        "kernel mul-adds",
-        "brute force (est.)",
-        "prompt tokens",
-    )
+    # No seed column: the id ends with it (`_s<seed>`), and --json has it. With hard tasks the
+    # training columns give way to the packed route's estimate and the shipped limit.
+    if hard:
+        headers: tuple[str, ...] = (
+            "id",
+            "p",
+            "H",
+            "split",
+            "kernel mul-adds",
+            "brute force (est.)",
+            "packed (est.)",
+            "limit",
+            "prompt tokens",
+        )
+    else:
+        headers = (
+            "id",
+            "p",
+            "H",
+            "split",
+            "train frac",
+            "margin",
+            "kernel mul-adds",
+            "brute force (est.)",
+            "prompt tokens",
+        )
     rows = []
     for r in records:
         low, high = brute_force_estimate_s(r.kernel_mul_adds)
-        rows.append(
-            (
-                r.id,
-                str(r.p),
-                str(r.hidden),
-                r.split,
-                f"{r.train_fraction:g}",
-                f"{r.min_margin:,}",
-                f"{r.kernel_mul_adds:,}",
-                format_range(low, high),
-                f"{approx}{tokens[r.id]:,}",
-            )
-        )
+        cells = {
+            "id": r.id,
+            "p": str(r.p),
+            "H": str(r.hidden),
+            "split": r.split,
+            "train frac": f"{r.train_fraction:g}",
+            "margin": f"{r.min_margin:,}",
+            "kernel mul-adds": f"{r.kernel_mul_adds:,}",
+            "brute force (est.)": format_range(low, high),
+            "packed (est.)": format_range(*hard[r.id]["packed_estimate_s"]) if r.id in hard else "-",
+            "limit": f"{default_limit if r.timeout_s is None else r.timeout_s:g} s",
+            "prompt tokens": f"{approx}{tokens[r.id]:,}",
+        }
+        rows.append(tuple(cells[h] for h in headers))
     for i, header in enumerate(headers):  # a header may wrap; a cell never does
         widest = max((len(row[i]) for row in rows), default=1)
         table.add_column(header, justify="left" if header in ("id", "split") else "right", min_width=widest)
@@ -348,7 +434,8 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
     defaults = GraderConfig()
     record = _find(args.task_id, args.tasks_dir)
-    timeout_s = args.timeout_s if args.timeout_s is not None else defaults.timeout_s
+    shipped = record.timeout_s if record.timeout_s is not None else defaults.timeout_s
+    timeout_s = args.timeout_s if args.timeout_s is not None else shipped  # as the taskset states it
     prompt = task_prompt(
         record,
         args.tasks_dir,
@@ -390,14 +477,21 @@ def register(commands: argparse._SubParsersAction) -> None:
         choices=SPLIT_CHOICES,
         default=DEFAULT_SPLIT,
         help=f"which split (default: {DEFAULT_SPLIT}, as in vf-eval; `all` is train + eval, the seed's "
-        "grid; `hard` is p > 23, beyond brute force by the estimate)",
+        "grid; `hard` is p > 23, beyond brute force within its limit by the estimate: `hard-train` "
+        f"and the held-out `hard-eval` (seed {HARD_EVAL_SEED}))",
     )
     p.add_argument("--max-p", type=int, default=None, help="only tasks with p <= N")
     _tasks_dir_arg(p)
     p.add_argument(
         "--json",
         action="store_true",
-        help="print the rows of tasks.jsonl as a JSON list, each with its prompt_tokens and tokenizer",
+        help="print the rows of tasks.jsonl as a JSON list, each with its prompt_tokens and tokenizer "
+        "(hard tasks: both estimates, the packed route's operation count and the limit's margins)",
+    )
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the hard tasks listed as a Markdown table (the one docs/dataset.md quotes)",
     )
     p.add_argument(
         "--sort",
@@ -419,7 +513,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("prompt", help="print the user prompt of one task, as the model sees it")
     p.add_argument("task_id", help=TASK_ID_HELP)
     _tasks_dir_arg(p)
-    p.add_argument("--timeout-s", type=float, default=None, help="time limit stated in the rules")
+    p.add_argument(
+        "--timeout-s",
+        type=float,
+        default=None,
+        help="time limit stated in the rules (default: the task's shipped limit, else the grader's)",
+    )
     p.add_argument(
         "--axioms-mode",
         choices=("subset", "exact"),

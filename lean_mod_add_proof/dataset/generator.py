@@ -24,9 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from lean_mod_add_proof.constants import theorem_name
+from lean_mod_add_proof.dataset.cost import NoLimitFits, hard_estimate, limit_between
 from lean_mod_add_proof.dataset.network import WEIGHT_BOUND, kernel_mul_adds, verify
+from lean_mod_add_proof.dataset.packed_route import check_network
 from lean_mod_add_proof.dataset.tasks import (
     TaskRecord,
+    is_hard,
     sha256_text,
     split_for,
     task_id,
@@ -132,6 +135,20 @@ def build_task(net: TrainedNetwork) -> tuple[TaskRecord, str] | str:
         return f"wrong on {verdict.n_wrong} of {net.p * net.p} pairs"
     if verdict.n_ties or verdict.min_margin <= 0:
         return f"tie between the top two scores on {verdict.n_ties} pair(s)"
+    split = split_for(net.p, net.seed)
+    timeout_s = None
+    if is_hard(split):
+        # A hard task ships its own limit, from the cost model, and only if the packed route's
+        # check (the fast proof the split is built for) accepts its network.
+        estimate = hard_estimate(net.p, net.hidden)
+        if estimate.limit_s is None:
+            try:
+                limit_between(estimate.brute_force_s[0], estimate.packed_s[1])
+            except NoLimitFits as exc:
+                return f"no time limit fits: {exc}"
+        timeout_s = estimate.limit_s
+        if not check_network(net.e1.tolist(), net.e2.tolist(), net.w2.tolist())[0]:
+            return "the packed route's check rejects it"
     text = render_weights_lean(
         net.id, net.p, net.hidden, net.seed, net.e1.tolist(), net.e2.tolist(), net.w2.tolist()
     )
@@ -140,7 +157,7 @@ def build_task(net: TrainedNetwork) -> tuple[TaskRecord, str] | str:
         p=net.p,
         hidden=net.hidden,
         seed=net.seed,
-        split=split_for(net.p, net.seed),
+        split=split,
         train_fraction=net.train_fraction,
         theorem=theorem_name(net.p),
         weights_sha256=sha256_text(text),
@@ -149,6 +166,7 @@ def build_task(net: TrainedNetwork) -> tuple[TaskRecord, str] | str:
         n_train_pairs=int(net.train_mask.sum()),
         max_abs_weight=int(max(np.abs(m).max() for m in (net.e1, net.e2, net.w2))),
         kernel_mul_adds=kernel_mul_adds(net.p, net.hidden),
+        timeout_s=timeout_s,
     )
     return record, text
 

@@ -130,12 +130,24 @@ def evaluate_all(
 
 
 def kernel_mul_adds(p: int, hidden: int) -> int:
-    """Int multiply-adds in evaluating `answer` on all p*p pairs, counted as Network.lean writes it.
+    """Int multiply-adds Lean's kernel performs to evaluate `answer` on all p*p pairs (the brute
+    force): (p + 1) * p^2 * H.
 
-    `scores` maps `fun w => dot w (hidden E1 E2 a b)` over the p rows of W2, so `hidden` sits
-    inside the lambda and is evaluated once per row: H `(x + y) * (x + y)` in `sqSum`, then H
-    `x * y + ...` in `dot`. That is 2 * p * H per pair and 2 * p^3 * H in all. An evaluator that
-    shares the repeated `hidden` term does (p + 1) * p^2 * H; either way the cost grows as p^3 H."""
+    `scores` maps `fun w => dot w (hidden E1 E2 a b)` over the p rows of W2. Read literally, that
+    evaluates `hidden` once per row (2 * p^3 * H in all, `uncached_mul_adds`). The kernel does not:
+    `hidden E1 E2 a b` is a closed term, the same one in every row's `dot` after beta-reduction,
+    and the kernel caches the weak head normal form of every term it reduces
+    (leanprover/lean4 src/kernel/type_checker.cpp @ b2bb7c48: `type_checker::whnf` looks up and
+    inserts `m_st->m_whnf`, `whnf_core` likewise `m_st->m_whnf_core`, and a recursor's major
+    premise is reduced through that `whnf` in `inductive_reduce_rec`). So each pair's H squares
+    `(x + y) * (x + y)` are computed once, and only the p dot products of H terms each remain:
+    p^2 * H + p^3 * H. The cache lives as long as one declaration's check."""
+    return (p + 1) * p**2 * hidden
+
+
+def uncached_mul_adds(p: int, hidden: int) -> int:
+    """The literal count with no sharing, 2 * p^3 * H: `hidden` re-evaluated in every row's score
+    (what an evaluator without a cache, such as `scores` below, performs)."""
     return 2 * p**3 * hidden
 
 

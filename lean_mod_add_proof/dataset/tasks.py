@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -15,13 +16,34 @@ DEFAULT_TASKS_DIR = Path(__file__).resolve().parent.parent / "tasks"
 #: The network definition every task imports, shipped inside the package.
 NETWORK_LEAN_PATH = Path(__file__).resolve().parent.parent / "Network.lean"
 
-Split = Literal["train", "eval", "hard"]
-#: What `split = all` selects: the seed's grid (train + eval); the hard split is asked for by name.
-ALL_SPLITS: tuple[Split, ...] = ("train", "eval")
+Split = Literal["train", "eval", "hard-train", "hard-eval"]
+#: What each `--split` name selects: the grid's two parts and `all` (both; the seed's grid), the
+#: hard split's two parts and `hard` (both). A hard task is asked for by name, never by `all`.
+SPLIT_MEMBERS: dict[str, tuple[Split, ...]] = {
+    "train": ("train",),
+    "eval": ("eval",),
+    "all": ("train", "eval"),
+    "hard-train": ("hard-train",),
+    "hard-eval": ("hard-eval",),
+    "hard": ("hard-train", "hard-eval"),
+}
+#: Every part: what a selection by task id filters with (not a `--split` choice).
+ANY_SPLIT = "any"
+#: What `split = all` selects: the seed's grid (train + eval).
+ALL_SPLITS: tuple[Split, ...] = SPLIT_MEMBERS["all"]
+#: What `split = hard` selects: every task beyond the grid.
+HARD_SPLITS: tuple[Split, ...] = SPLIT_MEMBERS["hard"]
 #: What a `--split` flag accepts.
-SPLIT_CHOICES: tuple[str, ...] = ("train", "eval", "hard", "all")
+SPLIT_CHOICES: tuple[str, ...] = tuple(SPLIT_MEMBERS)
 #: Primes above this are the hard split (the grid's largest prime; trainer.GRID_P).
 GRID_MAX_P = 23
+#: The grid's held-out seed (`eval`), and the hard split's (`hard-eval`).
+EVAL_SEED = 2
+HARD_EVAL_SEED = 3
+#: Completion tokens a hard task's reply is given in the shipped hard configs: the packed route's
+#: Lean draft (hard_route/PackedDraft.lean) is about 20k tokens by the project's upper estimate,
+#: and a reply needs room for reasoning as well (docs/dataset.md, Configs).
+HARD_COMPLETION_TOKENS = 32768
 
 
 class TaskSetError(ValueError):
@@ -45,22 +67,31 @@ class TaskRecord:
     n_train_pairs: int
     max_abs_weight: int
     kernel_mul_adds: int  # Int multiply-adds of the brute-force evaluation (network.kernel_mul_adds)
+    timeout_s: float | None = None
+    """The task's own time limit, shipped with it (hard tasks: cost.hard_estimate); None: the
+    grader's fixed `timeout_s`. A `--env.taskset.task.timeouts` file overrides it."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def split_for(p: int, seed: int) -> Split:
-    """p above the grid's primes is the hard split; in the grid, seeds 0 and 1 are training tasks
-    and seed 2 is held out for evaluation."""
+    """p above the grid's primes is the hard split; in the grid and in the hard split alike one
+    seed is held out for evaluation (EVAL_SEED, HARD_EVAL_SEED) and the others are for training."""
     if p > GRID_MAX_P:
-        return "hard"
-    return "eval" if seed == 2 else "train"
+        return "hard-eval" if seed == HARD_EVAL_SEED else "hard-train"
+    return "eval" if seed == EVAL_SEED else "train"
 
 
 def in_split(record_split: str, split: str) -> bool:
-    """Whether a task of `record_split` is selected by `split` (`all` is train + eval only)."""
-    return record_split in ALL_SPLITS if split == "all" else record_split == split
+    """Whether a task of `record_split` is selected by `split` (SPLIT_MEMBERS; ANY_SPLIT: every
+    task)."""
+    return split == ANY_SPLIT or record_split in SPLIT_MEMBERS.get(split, ())
+
+
+def is_hard(record_split: str) -> bool:
+    """A task of the hard split (either part)."""
+    return record_split in HARD_SPLITS
 
 
 def task_id(p: int, hidden: int, seed: int) -> str:
@@ -77,10 +108,10 @@ def weights_path(tasks_dir: Path, task_id_: str) -> Path:
 
 def _record_from_row(row: dict[str, Any], where: str) -> TaskRecord:
     fields = TaskRecord.__dataclass_fields__
-    missing = [name for name in fields if name not in row]
+    missing = [name for name, f in fields.items() if name not in row and f.default is dataclasses.MISSING]
     if missing:
         raise TaskSetError(f"{where}: missing field(s) {', '.join(missing)}")
-    record = TaskRecord(**{name: row[name] for name in fields})
+    record = TaskRecord(**{name: row[name] for name in fields if name in row})
     if record.theorem != theorem_name(record.p):
         raise TaskSetError(f"{where}: theorem {record.theorem!r} is not {theorem_name(record.p)!r}")
     if record.split != split_for(record.p, record.seed):

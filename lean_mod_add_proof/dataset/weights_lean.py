@@ -33,9 +33,9 @@ def int_term(n: int) -> str:
 # A list literal with 64 or more elements and separators (33+ entries) does not expand to nested
 # `List.cons` directly: it becomes `%[… | List.nil]`, which splits itself in halves under `let`
 # bindings (src/Init/Data/List/Notation.lean, src/Init/NotationExtra.lean in leanprover/lean4).
-# Rows of H = 32 stay under that (63); the row lists of the hard split (p = 41..47) do not, so
-# their E1/E2/W2 values carry those `let`s, which the kernel zeta-reduces. This is a Lean text of
-# its own for the audit (`Weights.lean (p47_h32_s0)` in tests/test_lean_audit.py).
+# Rows of H = 32 stay under that (63); the outer lists of the hard split (p rows, p > 100) do not,
+# so their E1/E2/W2 values carry those `let`s, which the kernel zeta-reduces. This is a Lean text
+# of its own for the audit (`Weights.lean (p109_h14_s0)` in tests/test_lean_audit.py).
 def _render_matrix(name: str, rows: Matrix) -> str:
     body = ",\n".join("  [" + ", ".join(int_term(x) for x in row) + "]" for row in rows)
     return f"/-- {_MATRIX_DOCS[name]} -/\ndef {name} : List (List Int) := [\n{body}\n]\n"

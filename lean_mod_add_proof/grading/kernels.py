@@ -31,18 +31,18 @@ apart. A reading is the *whole* output, line by line from the first, each line m
 (`Reading.lines`), and only when the output was not cut: each host or setup error is printed
 before the checker reads a byte of the export, and the program stops right after it, so its text
 is all there is. A name the export chooses can follow a checker's own first words anywhere, with
-newlines in it, so a prefix or a later line proves nothing (checkers-table-review.md correction
+newlines in it, so a prefix or a later line proves nothing (docs/readings/checkers-table-review.md correction
 3). Any other output is the export's. A reading's `setup` cause is constant over exports (our
 command line, our config, the toolchain's build), so the self-test's reference fails on it first.
 
 **Sources.** Each row cites the checker's own source as stored (repo @commit, path, function).
 No stored source is the revision v4.35.0-rc2 pins: those pins were not found, nor are rc2's
 `LeanChecker.lean` and `Check.lean` stored (the research note behind this table:
-checkers-table.md, issue 36). Where the nearest source predates rc2 the row says so, and the
+docs/readings/checkers-table.md, issue 36). Where the nearest source predates rc2 the row says so, and the
 self-test decides: on the real toolchain each checker must accept the reference and reject every
 invalid canary *with the class and the exit status its row predicts* (`Checker.predicts`,
 selftest.py). The table was checked against the sources by a reviewer who did not write it
-(checkers-table-review.md, 2026-12-06); its corrections are in the rows.
+(docs/readings/checkers-table-review.md, 2026-12-06); its corrections are in the rows.
 Shared runtime facts (cited once here, used by the rows):
 - LEAN-EXC: a Lean `main` whose exception escapes prints `uncaught exception: <msg>` and exits 1
   (lean4 src/runtime/io.cpp @ce4ae37c `lean_io_result_show_error`; src/Lean/Compiler/IR/EmitC.lean
@@ -206,7 +206,7 @@ _DECLINE = Prediction("declined", "exit 2")
 
 #: The order in which Lake's `--paranoid` runs them (tests/lake/tests/check-paranoid/test.sh
 #: @1fbba09c), then con-ron. Each factor is the floor of the independent review of the table
-#: (checkers-table-review.md §1.8, correction 10), from the cost evidence cited in its row.
+#: (docs/readings/checkers-table-review.md §1.8, correction 10), from the cost evidence cited in its row.
 CHECKERS: tuple[Checker, ...] = (
     Checker(
         "leanchecker-paranoid",

@@ -21,8 +21,12 @@ What is followed, and where (all in `src/Lean/Parser/Basic.lean` unless named):
   not end it); `'` starts a character literal unless another `'` follows (`charLitFnAux`: one
   character or escape, `\\x` + 2 or `\\u` + 4 hex digits, then `'`); `r` followed by `#`s and
   `"` starts a raw string (`isRawStrLitStart`, `rawStrLitFnAux`: it ends at `"` followed by as
-  many `#`s); a digit starts a number (`numberFnAux`); anything else is an identifier or a
-  token. These are tried only where a token starts: inside an identifier `'` is a name
+  many `#`s); a digit starts a number (`numberFnAux`); anything else is an identifier or the
+  longest token of the table there (`c.tokens.matchPrefix`). The tokens that hold an apostrophe
+  (`×'`, `⊕'`, `Σ'`, `]'`, `#'`: `lean_tokens.APOSTROPHE_TOKENS`, cited there and checked on the
+  toolchain by `lean-check`) are read whole, so `×'"…"` is a token and then a string; `''` is no
+  character literal and starts no token, so Lean reports an error there, and the file is
+  refused. These are tried only where a token starts: inside an identifier `'` is a name
   character (`isIdRest`, `src/Init/Meta/Defs.lean`), so `h'` is a name and `x'"` a name then a
   string.
 - `identFnAux`: `«` starts an escaped name part running to `»`.
@@ -30,9 +34,10 @@ What is followed, and where (all in `src/Lean/Parser/Basic.lean` unless named):
   `interpolatedStr` users in Init; `dbg_trace` is a banned word) `{` opens a term, read as code up
   to its `}`. A string holding `{` after any other name ending in `!` is refused.
 
-Where a file could be read two ways by a lexer that does not hold Lean's whole token table, the
-file is refused instead (`LexProblem`): a comment opened right after an operator character (Lean
-may read `<--x` as the token `<-` then `-x`, not a comment), a raw string right after `.` or a
+Where a file could be read two ways by a lexer that holds only the apostrophe tokens of Lean's
+token table, the file is refused instead (`LexProblem`): a comment opened right after an
+operator character (Lean may read `<--x` as the token `<-` then `-x`, not a comment), a raw
+string right after `.` or a
 backquote (there `r` continues a name). An unterminated comment, string, character literal or
 `«` is refused too: Lean reports an error for each, so the file could not build anyway. Honest
 files meet none of these, and refusing them keeps the code view from ever hiding code Lean reads.
@@ -46,6 +51,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
+
+from lean_mod_add_proof.grading.lean_tokens import APOSTROPHE_TOKENS_LONGEST_FIRST
 
 LexemeKind = Literal["line_comment", "block_comment", "doc_comment", "module_doc", "string", "char"]
 
@@ -87,6 +94,11 @@ _LETTER_LIKE = (
 _SUBSCRIPT = "\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a\u2c7c"
 _ID_FIRST = f"A-Za-z_{_LETTER_LIKE}"
 _ID_REST = f"A-Za-z0-9_'!?{_LETTER_LIKE}{_SUBSCRIPT}"
+#: Character classes (for `[...]`) of the first and later characters of an identifier (Lean's
+#: `isIdFirst`, `isIdRest`), and an identifier with its dotted components (`identFnAux`).
+ID_FIRST_CLASS = _ID_FIRST
+ID_REST_CLASS = _ID_REST
+IDENTIFIER = rf"[{_ID_FIRST}][{_ID_REST}]*+(?:\.[{_ID_FIRST}][{_ID_REST}]*+)*+"
 
 # Code between lexemes: whitespace, names (never one that starts a raw string: `r"`, `r#"`),
 # numbers (`numberFnAux`: `0b`, `0o`, `0x`, decimals with `.` and exponent), and every other
@@ -117,6 +129,8 @@ _BANG_NAME_END_RE = re.compile(f"[{_ID_REST}]!$")
 _INTERPOLATING_RE = re.compile(f"(?:^|[^{_ID_REST}.])[sf]!$")
 _ID_REST_RE = re.compile(f"[{_ID_REST}]")
 _NOT_NEWLINE_RE = re.compile(r"[^\n]")
+#: Every character that stands right before the apostrophe in a token holding one.
+_BEFORE_APOSTROPHE = frozenset(t[t.index("'") - 1] for t in APOSTROPHE_TOKENS_LONGEST_FIRST if t.index("'"))
 
 
 class _Lexer:
@@ -128,6 +142,9 @@ class _Lexer:
         # the last characters of code read, whitespace and comments as one space: a string
         # after `s!` or `f!` is interpolated
         self.last_code = ""
+        # where the code read now began (the end of the last comment or literal): a token
+        # starts no earlier
+        self.code_from = 0
 
     def note_code(self, chunk: str) -> None:
         """Keep the last characters of code read, whitespace (and so comments) as one space."""
@@ -142,6 +159,7 @@ class _Lexer:
         the code view still shows that a literal stands there, never a name or a numeral."""
         self.lexemes.append(Lexeme(kind, start, end))
         self.spans.append((start, end, quote))
+        self.code_from = end
         self.note_code(self.text[end - 1] if quote is not None else " ")
 
     def code_view(self) -> str:
@@ -162,6 +180,20 @@ class _Lexer:
             done = end
         parts.append(text[done:])
         return "".join(parts)
+
+    def apostrophe_token_end(self, pos: int) -> int | None:
+        """Just after the token holding the apostrophe at `pos`, if one does (`×'`, `Σ'`, `]'`,
+        `⊕'`, `#'`: `lean_tokens.APOSTROPHE_TOKENS`), else None. Its first character is code
+        read since the last literal or comment, and it starts a token there: it is never part
+        of a name or of a longer token, and Lean takes the longest match (`tokenFn`)."""
+        text = self.text
+        if pos == 0 or text[pos - 1] not in _BEFORE_APOSTROPHE:  # most apostrophes: no token
+            return None
+        for token in APOSTROPHE_TOKENS_LONGEST_FIRST:
+            start = pos - token.index("'")
+            if start >= self.code_from and text.startswith(token, start):
+                return start + len(token)
+        return None
 
     def finish_block(self, pos: int) -> int | None:
         """`finishCommentBlock 1` from `pos`: just after the closing `-/`, or None at the end."""
@@ -208,6 +240,7 @@ class _Lexer:
         # `-/`, so that the header rule still sees that it ends the header.
         self.lexemes.append(Lexeme(kind, pos, end))
         self.spans.append((pos + 3, end - 2, None))  # the code view keeps `/--` and `-/`
+        self.code_from = end
         return end
 
     def interpolated(self, pos: int, depth: int) -> int | LexProblem:
@@ -291,10 +324,16 @@ class _Lexer:
                     self.add("string", pos, m.end(), '"')
                     pos = m.end()
             elif ch == "'":
-                if text.startswith("''", pos):
-                    pos += 2
-                    self.note_code("''")
+                if before in _BEFORE_APOSTROPHE and (token_end := self.apostrophe_token_end(pos)) is not None:
+                    self.note_code(text[pos:token_end])
+                    pos = token_end
                     continue
+                if text.startswith("''", pos):
+                    # Not a character literal (`tokenFnAux`), and no token of the table starts
+                    # with `''` (`lean_tokens`): Lean reports an error here, whatever follows.
+                    return LexProblem(
+                        "two apostrophes that start no token (Lean reads no literal there)", pos
+                    )
                 m = _CHAR_RE.match(text, pos)
                 if m is None:
                     return LexProblem("a malformed character literal", pos)

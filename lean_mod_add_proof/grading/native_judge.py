@@ -34,7 +34,7 @@ it works: Judge.lean has no `module` header, so the frontend imports at `OLeanLe
 (src/Lean/Elab/Import.lean `processHeaderCore`), which loads every transitive import's full `.ir`
 (src/Lean/Environment.lean `importModulesCore`, "we import all transitively referenced modules
 and ignore any module system annotations"); lean4 #8664/#8666 restrict imported IR for `module`
-roots only (/work/notes/first-contact.md Q1). If a toolchain proves them wrong, the interpreter
+roots only (docs/readings/first-contact.md Q1). If a toolchain proves them wrong, the interpreter
 says so in words only the toolchain writes (`interpreter_lacks_ir`), and that text's route is
 then unavailable in interpreted mode for the life of the process (`mark_interpreter_unavailable`):
 not a verdict (no submission caused it), not a wrong belief about Lean that condemns the route,

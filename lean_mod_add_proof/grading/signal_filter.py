@@ -24,7 +24,7 @@ What the filter refuses, with EPERM unless said otherwise, for each signal S of 
   with its command's status after handing it to the monitor (the eventfd, read first), so what
   bwrap reports is unchanged.
 
-And for any signal (the red team's review of this filter, /work/notes/review-signal-filter.md):
+And for any signal (the red team's review of this filter, docs/readings/review-signal-filter.md):
 - a kill aimed at a process group (kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo with a
   pid of 0 or below; pidfd_send_signal with PIDFD_SIGNAL_PROCESS_GROUP): the group held bwrap
   itself, and `kill(0, SIGALRM)` killed it (finding 1; the sandbox now has a session of its own

@@ -39,7 +39,8 @@ brings none of them on itself by a fault, a limit, its own timers or a closed pi
 
 What every caller rules out first: the grader's own kills. The grader ends a command with SIGKILL
 at its deadline or at a per-grade cap and says so (`CommandOutcome.timed_out`, `limit_exceeded`;
-the RLIMIT_CPU hard limit's SIGKILL is reported as the CPU cap too, `process.cpu_cap_reason`).
+RLIMIT_CPU's SIGXCPU is reported as the CPU cap, `process.cpu_cap_reason`; no hard limit is set,
+so RLIMIT_CPU never sends SIGKILL).
 Only a signal *not* explained by those is passed here.
 """
 

@@ -26,28 +26,38 @@ Caps (`Limits`), checked by polling:
 - processes: how many processes of the tree exist at once (zombies included, threads not), every
   `RSS_POLL_S` (RLIMIT_NPROC is ignored for root, even inside bwrap, so it cannot do this);
 - disk: the allocated size of everything under `Limits.disk_paths` (symlinks not followed, hard
-  links counted once), every `DISK_POLL_S` and once more when the command ends;
+  links counted once) plus the files on their disk that the tree holds open with no name left
+  (`held_deleted`: unlinked while open, or O_TMPFILE; the walk cannot see them, their blocks stay
+  taken), every `DISK_POLL_S` and once more when the command ends;
 - directory entries: how many files, directories and links there are under `Limits.disk_paths`,
-  in the same walk (an inode flood of empty files fills no blocks but exhausts a disk's inodes);
+  in the same walk, plus one per held nameless file (an inode flood of empty files fills no
+  blocks but exhausts a disk's inodes);
 - not a cap: the free space and free inodes of the disk holding the first of `Limits.disk_paths`,
   every `RSS_POLL_S` (one statvfs), kept as a low-water mark (`CommandOutcome.low_free_bytes`,
-  `low_free_inodes`) by which a failure is judged (routes/steps.py `LowWater`);
+  `low_free_inodes`) by which a failure is judged (routes/steps.py `LowWater`). A reading under a
+  mark of full (`workdirs.ENOSPC_MARK_BYTES`, or no free inode) is kept only once confirmed
+  (disk.py): at once (at most 1/(1 + `CONFIRM_REST`) of a core), a statvfs, the held files, the
+  walk, the held files, a statvfs; the grade's usage over a cap stops it by that cap, and within
+  its caps the reading is kept, with that usage (`CommandOutcome.low_own`), if the disk was still
+  under the mark at both ends;
 - file size: RLIMIT_FSIZE via `prlimit` (the kernel stops the write with SIGXFSZ);
 - CPU seconds and address space: RLIMIT_CPU / RLIMIT_AS via `prlimit`, far backstops only. RLIMIT_CPU
   counts each process's CPU time over all its threads, so it is sized from the deadline times
-  the threads a process may use (`cpu_limits`), with the soft limit below the hard one: the kernel
-  sends SIGXCPU at the soft limit (once a second after it) and SIGKILL only at the hard one. No
-  RLIMIT_AS at all with `Limits.address_space_cap` off (`lake comparator`, see routes/comparator/run.py).
-  `Limits.cpu_seconds` sets RLIMIT_CPU to a budget of the caller's instead (a bundled checker's,
-  routes/checkers.py; `command_cpu_limits`), and `CommandOutcome.peak_cpu_s` says what the
-  tree's busiest process used.
+  the threads a process may use (`cpu_limits`). Only its soft limit is set (the hard one is
+  unlimited): the kernel sends SIGXCPU at it and once a CPU second after, and never SIGKILL, so
+  a process that catches SIGXCPU runs on to the deadline and gets the timeout (a hard limit's
+  SIGKILL could be told from one from outside only by catching the process near the soft limit
+  between two looks, which a many-threaded build on a many-core host outruns). No RLIMIT_AS at
+  all with `Limits.address_space_cap` off (`lake comparator`, see routes/comparator/run.py).
+  `Limits.cpu_seconds` sets that soft limit to a budget of the caller's instead (a bundled
+  checker's, routes/checkers.py; `command_cpu_limits`), and `CommandOutcome.peak_cpu_s` says
+  what the tree's busiest process used.
 When a cap is exceeded the whole tree is SIGKILLed and `CommandOutcome.limit_exceeded` says why,
 in exactly one of these forms: `memory cap exceeded (N MiB > M MiB)`,
 `process cap exceeded (more than N processes)`, `disk cap exceeded (N MiB > M MiB)`,
-`file cap exceeded (more than N directory entries)`. A command ended by the CPU backstop (killed by
-SIGXCPU, or by any signal once a process of its tree was seen at its soft limit) gets
-`CPU time cap exceeded (N CPU seconds in one process)`: it is the kernel's kill for the cap, not a
-SIGKILL from outside.
+`file cap exceeded (more than N directory entries)`. A command killed by SIGXCPU, the CPU
+backstop's signal, gets `CPU time cap exceeded (N CPU seconds in one process)`: the kernel's
+kill for the cap, not a signal from outside.
 
 Residual limits (say these plainly wherever the caps are described):
 - Without the sandbox, a process that leaves the command's tree before any look has seen it
@@ -95,12 +105,34 @@ Residual limits (say these plainly wherever the caps are described):
 - Caps are polled, not enforced by the kernel: memory can overshoot by what the tree touches in
   one poll (~50 ms; the address-space backstop stops any single process at
   `ADDRESS_SPACE_BACKSTOP_MB`), a fork burst can briefly exceed the process cap, and disk can
-  overshoot by ~0.5 s of writing (each file stays under RLIMIT_FSIZE).
+  overshoot by ~0.5 s of writing (each file stays under RLIMIT_FSIZE, but `fallocate` with
+  FALLOC_FL_KEEP_SIZE is not held to it: ext4 and tmpfs check the size limit only when the
+  size grows, `inode_newsize_ok` in `ext4_fallocate` and `shmem_fallocate`).
+- The disk cap sees a nameless file only through a descriptor in /proc/PID/fd of a tree
+  process. Not seen: a file held only by a memory mapping (its size is in /proc/PID/map_files,
+  readable only with CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN; the low-water confirmation keeps
+  no reading while the tree maps a removed file on the work disk or a process of it is exiting,
+  `holds_unseen_space`, so a failure then is a verdict, also if the host filled the disk and
+  the removed file the build maps is the host's: a toolchain on the work disk replaced while it
+  runs), by io_uring's registered files, by a descriptor in flight in a unix socket (SCM_RIGHTS), or in a
+  thread's own descriptor table (`unshare(CLONE_FILES)`; only /proc/PID/task/TID/fd shows it,
+  and reading every thread's table at each look would cost a multiple of the scan). Build-time
+  code holding one of these can make the disk look full while the grade's measured usage stays
+  small, and a failure then is could not judge. So can code that moves a big file (a rename,
+  instant) from a directory the confirmation's walk has not reached to one it has passed, or
+  frees and takes the space again between the two statvfs of a confirmation (a window of one
+  walk of the grade's files: milliseconds). The sound fix is kernel accounting: the grade's
+  writable places on a filesystem or quota of their own, so running out inside it is the
+  grade's own doing (the review of the signal filter, finding 4).
 - Summed RSS counts a page shared by several processes (shared libraries, copy-on-write pages
   after fork, mmapped .olean files) once per process, so it overstates a tree whose processes
   share memory: it errs towards stopping early.
 - The disk walk's time grows with the number of files under `disk_paths` (about 5 µs a file;
-  the walk at the end of a command is on its critical path).
+  the walk at the end of a command is on its critical path). The scan for held nameless files
+  reads /proc/PID/fd of every live process of the tree at each walk, a readlink a descriptor
+  (benchmarks/disk_poll.py: about 2 µs each; a tree holding more than `HELD_SCAN_MAX_FDS` in
+  all is not read but over the disk cap, and so is a process whose descriptors cannot be read
+  while it runs as the grader's user: it is hiding them).
 - With the sandbox, bwrap reports a command killed by signal N as exit 128+N; a command that
   itself exits with 129..192 is therefore reported as killed by a signal too.
 
@@ -133,8 +165,10 @@ one way: from /proc up to `run_command`.
 - proc.py: reading /proc (a pid's stat, status and environment, ns_last_pid, the grader's
   ancestors) and the two kills (one process by pid and start time; a process group).
 - limits.py: `Limits`; the `prlimit` wrapper and its CPU backstop (`prlimit_argv`,
-  `cpu_limits`, `cpu_cap_reason`, `find_prlimit`); the disk walk (`disk_and_entries`);
-  `oom_kill_count`. Uses proc (the clock tick).
+  `cpu_limits`, `cpu_cap_reason`, `find_prlimit`); the disk walk (`disk_and_entries`) and the
+  files a tree holds with no name left (`held_deleted`); `oom_kill_count`. Uses proc.
+- disk.py: one command's disk (`_GradeDisk`): the disk and file caps over the walk and the held
+  files, and the work disk's low-water mark with its confirmation (`OwnUse`). Uses limits.
 - faults.py: `HostFault` and `host_fault_reason`; the spawn's errnos; bwrap's status document
   (`sandbox_exit_code`).
 - markers.py: a run's marker (`TREE_ENV_VAR`, its token, `scope_tag`) and the sweep of what a
@@ -165,21 +199,24 @@ from lean_mod_add_proof.grading.process.commands import (
     command_group,
     run_command,
 )
+from lean_mod_add_proof.grading.process.disk import CONFIRM_REST, OwnUse
 from lean_mod_add_proof.grading.process.faults import HostFault, host_fault_reason, sandbox_exit_code
 from lean_mod_add_proof.grading.process.limits import (
     ADDRESS_SPACE_BACKSTOP_MB,
-    CPU_HARD_GAP_S,
     CPU_PER_THREAD,
-    CPU_SEEN_MARGIN_S,
     CPU_SLACK_S,
     ENTRY_MIN_BYTES,
+    HELD_SCAN_MAX_FDS,
     UNREADABLE_BYTES,
+    HeldFiles,
     Limits,
     cpu_cap_reason,
     cpu_limits,
     disk_and_entries,
     disk_usage,
     find_prlimit,
+    held_deleted,
+    holds_unseen_space,
     oom_kill_count,
     prlimit_argv,
 )
@@ -195,14 +232,14 @@ from lean_mod_add_proof.grading.process.watcher import (
 
 __all__ = [
     "ADDRESS_SPACE_BACKSTOP_MB",
-    "CPU_HARD_GAP_S",
+    "CONFIRM_REST",
     "CPU_PER_THREAD",
-    "CPU_SEEN_MARGIN_S",
     "CPU_SLACK_S",
     "DISK_POLL_S",
     "DRAIN_AFTER_KILL_S",
     "ENTRY_MIN_BYTES",
     "FIRST_POLL_S",
+    "HELD_SCAN_MAX_FDS",
     "RSS_POLL_S",
     "SWEEP_S",
     "TREE_ENV_VAR",
@@ -210,8 +247,10 @@ __all__ = [
     "WATCHER_IDLE_S",
     "CommandGroup",
     "CommandOutcome",
+    "HeldFiles",
     "HostFault",
     "Limits",
+    "OwnUse",
     "child_env",
     "command_cpu_limits",
     "command_group",
@@ -221,6 +260,8 @@ __all__ = [
     "disk_usage",
     "exit_status",
     "find_prlimit",
+    "held_deleted",
+    "holds_unseen_space",
     "host_fault_reason",
     "kill_dead_graders_processes",
     "oom_kill_count",

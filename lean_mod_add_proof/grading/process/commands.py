@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lean_mod_add_proof.grading.process.discovery import _discovery
+from lean_mod_add_proof.grading.process.disk import OwnUse
 from lean_mod_add_proof.grading.process.faults import (
     HostFault,
     _last_line,
@@ -32,7 +33,6 @@ from lean_mod_add_proof.grading.process.faults import (
 from lean_mod_add_proof.grading.process.limits import (
     _MIB,
     ADDRESS_SPACE_BACKSTOP_MB,
-    CPU_HARD_GAP_S,
     Limits,
     cpu_cap_reason,
     cpu_limits,
@@ -49,12 +49,12 @@ from lean_mod_add_proof.grading.result import CommandRecord, Stage
 DRAIN_AFTER_KILL_S = 2.0
 
 
-def command_cpu_limits(limits: Limits, remaining_s: float) -> tuple[int, int]:
-    """(soft, hard) RLIMIT_CPU for a command under `limits` (pure): its own budget
-    (`Limits.cpu_seconds`, the hard limit CPU_HARD_GAP_S above), or the backstop `cpu_limits`
+def command_cpu_limits(limits: Limits, remaining_s: float) -> int:
+    """RLIMIT_CPU's soft limit for a command under `limits` (pure; the hard one is unlimited,
+    `cpu_limits` says why): its own budget (`Limits.cpu_seconds`), or the backstop `cpu_limits`
     derives from the deadline."""
     if limits.cpu_seconds is not None:
-        return limits.cpu_seconds, limits.cpu_seconds + CPU_HARD_GAP_S
+        return limits.cpu_seconds
     return cpu_limits(remaining_s, limits.cpu_threads)
 
 
@@ -84,9 +84,15 @@ class CommandOutcome:
     poll of the tree, so a process that lives less than `RSS_POLL_S` may be missed)."""
     low_free_bytes: int | None = None
     """The least free space (bytes available to the grader) of the disk holding the first of
-    `Limits.disk_paths`, seen at each poll while the command ran (None: no disk paths)."""
+    `Limits.disk_paths`, seen at each poll while the command ran (None: no disk paths). A
+    reading under `workdirs.ENOSPC_MARK_BYTES` counts only once confirmed: the disk still under
+    it after the grade's own usage was measured, and that usage within its caps (disk.py)."""
     low_free_inodes: int | None = None
-    """The same for free inodes (None also for a filesystem that counts none)."""
+    """The same for free inodes (None also for a filesystem that counts none); 0 only once
+    confirmed."""
+    low_own: OwnUse | None = None
+    """The grade's own usage (bytes and directory entries, the files its tree held with no name
+    left included) measured when a low reading was confirmed; None: none was."""
 
 
 def child_env(home: Path, toolchain_bin: Path | None, tmpdir: Path) -> dict[str, str]:
@@ -388,8 +394,9 @@ async def _watch(
         exit_code = None  # killed by the grader (or it exited just as the deadline passed)
     limit_exceeded = watcher.reason
     if limit_exceeded is None and not timed_out and limits is not None:
-        limit_exceeded = cpu_cap_reason(signum, watcher.peak_cpu_ticks, command_cpu_limits(limits, remaining))
+        limit_exceeded = cpu_cap_reason(signum, command_cpu_limits(limits, remaining))
     text = capture.text()
+    disk = watcher.disk
     record = CommandRecord(
         stage=stage,
         argv=shown,
@@ -409,6 +416,7 @@ async def _watch(
         peak_cpu_s=round(watcher.peak_cpu_ticks / _CLK_TCK, 2),
         first_seen={w: round(at - start, 3) for w, at in capture.seen.items()} if capture.watch else None,
         argv_seen_at=None if watcher.argv_seen_at is None else round(watcher.argv_seen_at - start, 3),
-        low_free_bytes=watcher.low_free_bytes,
-        low_free_inodes=watcher.low_free_inodes,
+        low_free_bytes=None if disk is None else disk.low_free_bytes,
+        low_free_inodes=None if disk is None else disk.low_free_inodes,
+        low_own=None if disk is None else disk.low_own,
     )

@@ -5,15 +5,16 @@ package docstring's "Caps" and "Residual limits")."""
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import shutil
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lean_mod_add_proof.grading.process.proc import _CLK_TCK
+from lean_mod_add_proof.grading.process.proc import _NOT_THERE_ERRNOS, _read_proc
 
 #: Added to the CPU-seconds backstop so it only fires when the wall-clock kill somehow did not.
 CPU_SLACK_S = 5
@@ -21,12 +22,6 @@ CPU_SLACK_S = 5
 #: its main thread beside the `-j` workers, so a busy build of `threads` workers may use up to
 #: `threads + 1` cores; twice `threads` covers that with room to spare.
 CPU_PER_THREAD = 2
-#: How far the hard CPU limit (SIGKILL) is above the soft one (SIGXCPU, the kill that is seen).
-CPU_HARD_GAP_S = 5
-#: A process of the tree seen this close to the soft CPU limit, in a command that then died of a
-#: signal, was stopped by the CPU backstop (the watcher looks every RSS_POLL_S, and a process
-#: cannot use more than a few CPU seconds between two looks).
-CPU_SEEN_MARGIN_S = 2
 
 #: Far backstop on address space: Lean 4.35 reserves 1 GiB of stack per thread plus allocator
 #: arenas, so an address-space cap near real use stops it from starting. Real memory is capped by
@@ -57,8 +52,8 @@ class Limits:
     """The far RLIMIT_AS backstop (`ADDRESS_SPACE_BACKSTOP_MB`); off, RLIMIT_AS is unlimited
     (for a command whose Lean processes it cannot give LEAN_NUM_THREADS, see routes/comparator/run.py)."""
     cpu_seconds: int | None = None
-    """A CPU-seconds budget of its own (RLIMIT_CPU's soft limit, the hard one CPU_HARD_GAP_S
-    above), instead of the backstop derived from the deadline (`cpu_limits`): a bundled checker's
+    """A CPU-seconds budget of its own (RLIMIT_CPU's soft limit; the hard one stays unlimited,
+    `cpu_limits`), instead of the backstop derived from the deadline (`cpu_limits`): a bundled checker's
     budget (routes/checkers.py), which host load cannot use up."""
 
 
@@ -90,45 +85,53 @@ def oom_kill_count(vmstat: str = "/proc/vmstat") -> int | None:
         return None
 
 
-def prlimit_argv(
-    prlimit: str, address_space_mb: int | None, cpu_seconds: tuple[int, int], max_file_mb: int
-) -> list[str]:
+def prlimit_argv(prlimit: str, address_space_mb: int | None, cpu_seconds: int, max_file_mb: int) -> list[str]:
     """`prlimit` sets the limits on itself and execs the command, so every descendant inherits
     them (rlimits survive exec and fork, and bwrap does not reset them). RLIMIT_FSIZE bounds each
     file written (an .olean of a huge term, a flood into a file); it does not apply to pipes.
-    `cpu_seconds` is (soft, hard), written `--cpu=soft:hard` (prlimit(1): "soft:hard").
-    `address_space_mb` None: RLIMIT_AS unlimited (util-linux prlimit(1): "unlimited")."""
+    `cpu_seconds` is RLIMIT_CPU's soft limit; its hard limit is unlimited (`cpu_limits` says
+    why), written `--cpu=soft:unlimited` (util-linux prlimit(1): "soft:hard", "unlimited").
+    `address_space_mb` None: RLIMIT_AS unlimited too."""
     mib = 1024 * 1024
-    soft, hard = cpu_seconds
     return [
         prlimit,
         f"--as={'unlimited' if address_space_mb is None else address_space_mb * mib}",
-        f"--cpu={soft}:{hard}",
+        f"--cpu={cpu_seconds}:unlimited",
         f"--fsize={max_file_mb * mib}",
         "--",
     ]
 
 
-def cpu_limits(remaining_s: float, threads: int) -> tuple[int, int]:
-    """(soft, hard) RLIMIT_CPU for a command with `remaining_s` to its deadline whose processes
+def cpu_limits(remaining_s: float, threads: int) -> int:
+    """RLIMIT_CPU's soft limit for a command with `remaining_s` to its deadline whose processes
     may use `threads` threads (pure). RLIMIT_CPU counts one process's CPU time over all its
     threads, so a multi-threaded build reaches a limit of `remaining_s` long before its deadline
-    (issue 26: SIGKILLed at 32.6 s of 60 with 2 threads): the soft limit allows
-    `CPU_PER_THREAD * threads` cores for the whole deadline plus `CPU_SLACK_S`, and the hard limit
-    is `CPU_HARD_GAP_S` above it, so the kernel's SIGXCPU comes first and names the cause."""
-    soft = max(1, math.ceil(remaining_s)) * CPU_PER_THREAD * max(1, threads) + CPU_SLACK_S
-    return soft, soft + CPU_HARD_GAP_S
+    (issue 26: SIGKILLed at 32.6 s of 60 with 2 threads): the limit allows
+    `CPU_PER_THREAD * threads` cores for the whole deadline plus `CPU_SLACK_S`.
+
+    Only a soft limit: the kernel sends SIGXCPU at it and once a CPU second after, and SIGKILL
+    only at a hard limit that is not RLIM_INFINITY (torvalds/linux kernel/time/posix-cpu-timers.c
+    `check_process_timers`: `if (hard != RLIM_INFINITY && check_rlimit(ptime, hardns, SIGKILL,
+    ...))`; at 001f7971 `if (psecs >= hard)` then `if (soft < hard) soft++`). A process that
+    catches SIGXCPU (Lean code can: lean4 src/Std/Internal/Async/Signal.lean `Signal.sigxcpu`)
+    therefore runs on to the deadline, whose kill is the grader's own (a timeout verdict). A hard
+    limit's SIGKILL was told from one from outside only by the watcher seeing a process near the
+    soft limit, and on a many-core host a build of N spinning threads crosses a few CPU seconds
+    faster than one look (the review of the signal filter, finding 5): "SIGKILL from outside",
+    could not judge, chosen by the submission. Under the signal filter the soft limit cannot be
+    raised (signal_filter.py); without it a process may raise its own, and the deadline still
+    kills it. The hard limit never bounded an escaped process anyway: RLIMIT_CPU is counted per
+    process, and a fork starts from zero."""
+    return max(1, math.ceil(remaining_s)) * CPU_PER_THREAD * max(1, threads) + CPU_SLACK_S
 
 
-def cpu_cap_reason(signum: int | None, peak_cpu_ticks: int, limits: tuple[int, int]) -> str | None:
+def cpu_cap_reason(signum: int | None, cpu_seconds: int) -> str | None:
     """`CPU time cap exceeded (...)` when the command was ended by the CPU backstop, else None
-    (pure): it died of SIGXCPU (the soft limit's signal, default action: terminate), or of another
-    signal (the hard limit's SIGKILL, or a shell of the tree reporting its child's death) while a
-    process of its tree had been seen within CPU_SEEN_MARGIN_S of the soft limit."""
-    soft, _ = limits
-    seen = peak_cpu_ticks / _CLK_TCK
-    if signum == signal.SIGXCPU or (signum is not None and seen >= soft - CPU_SEEN_MARGIN_S):
-        return f"CPU time cap exceeded ({soft} CPU seconds in one process)"
+    (pure): it died of SIGXCPU, the soft limit's signal (default action: terminate), the only
+    signal RLIMIT_CPU sends without a hard limit (`cpu_limits`). Any other signal is not the
+    cap's."""
+    if signum == signal.SIGXCPU:
+        return f"CPU time cap exceeded ({cpu_seconds} CPU seconds in one process)"
     return None
 
 
@@ -199,3 +202,146 @@ def disk_and_entries(
                     if tick is not None and tick():
                         return total, n
     return total, n
+
+
+#: The most descriptors `held_deleted` reads across a tree at one look. Each costs a readlink (a
+#: few µs: 16000 took 60-90 ms here under load), and a tree may hold max_processes x RLIMIT_NOFILE
+#: of them (64 x 20000 on this host: seconds per look, the watcher's polls stalled meanwhile), so
+#: a tree holding more is over every cap, as a directory the walk cannot read is. Lean holds few:
+#: it opens an olean only to read or map it (leanprover/lean4 00638b0, src/library/module.cpp
+#: `lean_read_module_data_parts`: "file.m_fd does NOT need to outlive buffer"). The bound keeps a
+#: scan's cost near the walk's own bound (`max_files` entries at ~5 µs).
+HELD_SCAN_MAX_FDS = 16384
+
+
+@dataclass(frozen=True)
+class HeldFiles:
+    """Files a process tree holds open that have no name left (`held_deleted`)."""
+
+    bytes: int = 0
+    """Their allocated bytes, each file once (UNREADABLE_BYTES for a process whose descriptors
+    cannot be read)."""
+    inodes: int = 0
+
+
+def held_deleted(pids: Iterable[int], devices: Collection[int]) -> HeldFiles:
+    """The files on one of `devices` (st_dev) that the processes `pids` hold open with no name
+    left: unlinked while open (or made by O_TMPFILE). The disk walk cannot find them, yet their
+    blocks stay taken until the last descriptor closes, so build-time code could fill the work
+    disk with them while its walked usage stays small (the review of the signal filter, finding
+    4: 667 MiB held under a 256 MiB cap, and a disk "full" on purpose).
+
+    How: each /proc/PID/fd/N link whose text ends in " (deleted)" (the kernel's `d_path` of an
+    unlinked dentry) is stat'ed through the link (no open: the inode the descriptor holds); a
+    regular file with no link left (`st_nlink == 0`, so a file merely named "x (deleted)" is not
+    one) counts its `st_blocks`, each (dev, inode) once however many descriptors or processes
+    hold it. A process of the grader's own user whose fd directory cannot be read is hiding what
+    it holds (`prctl(PR_SET_DUMPABLE, 0)` makes it unreadable to a grader that is not root): it
+    costs UNREADABLE_BYTES, over every cap, as a directory the walk cannot read does. Another
+    user's process (a setuid bwrap's monitor) cannot be the submission's, and is skipped.
+    A process gone meanwhile is skipped. A tree holding more than HELD_SCAN_MAX_FDS descriptors
+    in all costs UNREADABLE_BYTES too (reading them all would stall the watcher). Not found here
+    (the package docstring's residual limits): a file held only by a memory mapping, by
+    io_uring, in flight in a unix socket, or in a thread's own descriptor table
+    (`unshare(CLONE_FILES)`)."""
+    held: dict[tuple[int, int], int] = {}  # (dev, inode) -> allocated bytes
+    hidden = 0
+    budget = HELD_SCAN_MAX_FDS
+    for pid in pids:
+        try:
+            found, read = _held_by(pid, devices, budget)
+            held.update(found)
+            budget -= read
+            if budget < 0:
+                return HeldFiles(UNREADABLE_BYTES + hidden + sum(held.values()), len(held))
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                if _same_user(pid):
+                    hidden += UNREADABLE_BYTES
+            elif exc.errno not in _NOT_THERE_ERRNOS:
+                raise  # the host's (out of descriptors, memory): the watcher fails closed
+    return HeldFiles(hidden + sum(held.values()), len(held))
+
+
+_S_IFMT, _S_IFREG = 0o170000, 0o100000
+
+
+def _held_by(pid: int, devices: Collection[int], budget: int) -> tuple[dict[tuple[int, int], int], int]:
+    """`held_deleted` for one process: ((dev, inode) -> allocated bytes, how many descriptors it
+    has); once it has more than `budget`, they are not read (the count says so). Raises OSError
+    (EACCES or EPERM when its descriptors are not ours to read; ENOENT when it is gone)."""
+    base = f"/proc/{pid}/fd"
+    found: dict[tuple[int, int], int] = {}
+    # The directory's size is its number of descriptors (Linux >= 6.2, "fs/proc: report open
+    # files as size in stat() for /proc/pid/fd"; 0 before): a flood is refused before listing it.
+    if (size := os.stat(base).st_size) > budget:
+        return found, size
+    names = os.listdir(base)
+    if len(names) > budget:
+        return found, len(names)
+    for name in names:
+        path = f"{base}/{name}"
+        try:
+            if not os.readlink(path).endswith(" (deleted)"):
+                continue
+            st = os.stat(path)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # closed meanwhile
+        if st.st_nlink == 0 and (st.st_mode & _S_IFMT) == _S_IFREG and st.st_dev in devices:
+            found[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return found, len(names)
+
+
+#: PF_EXITING in /proc/PID/stat's flags (include/linux/sched.h): the process is being torn down.
+_PF_EXITING = 0x4
+
+
+def holds_unseen_space(pids: Iterable[int], devices: Collection[int]) -> bool:
+    """Whether one of the processes `pids` may hold space on one of `devices` that neither the
+    walk nor `held_deleted` can measure:
+    - it maps a file there that has no name left (a /proc/PID/maps line with that device whose
+      path ends in " (deleted)"): such a file keeps its blocks after its last descriptor
+      closed, and its size is in /proc/PID/map_files, which only CAP_CHECKPOINT_RESTORE or
+      CAP_SYS_ADMIN may read (fs/proc/base.c `proc_map_files_lookup`);
+    - it is exiting (PF_EXITING, not yet a zombie): its mappings and descriptors leave /proc
+      before the files they held are freed (kernel/exit.c `do_exit`: `exit_mm`, `exit_files`,
+      then `exit_task_work` runs the last `fput`), so for that while its space is unseen;
+    - it is of the grader's own user and its maps cannot be read: it is hiding them.
+    Read only when a low work disk is confirmed (a Lean process maps an olean per import: lean4
+    src/library/module.cpp `lean_read_module_data_parts`)."""
+    for pid in pids:
+        stat = _read_proc(pid, "stat", 1024)
+        if stat is None:
+            continue  # gone
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) > 6 and fields[0] != b"Z" and int(fields[6]) & _PF_EXITING:
+            return True
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as maps:
+                for line in maps:
+                    if not line.endswith(b" (deleted)\n"):
+                        continue
+                    parts = line.split(maxsplit=5)
+                    if len(parts) < 6 or b":" not in parts[3]:
+                        continue
+                    major, minor = parts[3].split(b":", 1)
+                    if os.makedev(int(major, 16), int(minor, 16)) in devices:
+                        return True
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                if _same_user(pid):
+                    return True
+            elif exc.errno not in _NOT_THERE_ERRNOS:
+                raise  # the host's: the watcher fails closed
+    return False
+
+
+def _same_user(pid: int) -> bool:
+    """Whether `pid` runs with the grader's effective uid (/proc/PID/status, readable for any
+    process); False when it is gone."""
+    data = _read_proc(pid, "status", 2048)
+    if not data:
+        return False
+    at = data.find(b"\nUid:")
+    fields = data[at + 5 : data.find(b"\n", at + 1)].split() if at >= 0 else []
+    return len(fields) >= 2 and fields[1] == str(os.geteuid()).encode()

@@ -14,8 +14,9 @@ import time
 from collections.abc import Mapping
 
 from lean_mod_add_proof.grading.process.discovery import _discovery
+from lean_mod_add_proof.grading.process.disk import _GradeDisk
 from lean_mod_add_proof.grading.process.faults import HostFault
-from lean_mod_add_proof.grading.process.limits import _MIB, Limits, disk_and_entries
+from lean_mod_add_proof.grading.process.limits import _MIB, Limits
 from lean_mod_add_proof.grading.process.proc import _PAGE, _kill_exact, _killpg, _read_proc, _stat
 
 #: How often each watcher polls: its tree's memory and process caps, and new members (through the
@@ -24,7 +25,8 @@ RSS_POLL_S = 0.05
 #: The first look comes a little after the spawn, so a command that is over in a few milliseconds costs
 #: one listing of /proc (the final sweep), not two. What it started meanwhile is found then.
 FIRST_POLL_S = 0.01
-#: How often the watcher adds up the disk use under `Limits.disk_paths`.
+#: How often the watcher adds up the disk use under `Limits.disk_paths` and the files its tree
+#: holds with no name left (a work disk found under a mark of full is looked at sooner: disk.py).
 DISK_POLL_S = 0.5
 #: How long the final kill keeps looking for stragglers before giving up.
 SWEEP_S = 1.0
@@ -126,11 +128,8 @@ class _Watcher:
         self.peak_rss = 0
         self.peak_cpu_ticks = 0
         """The most CPU time (clock ticks) any one process of the tree was seen to have used."""
-        self.low_free_bytes: int | None = None
-        self.low_free_inodes: int | None = None
-        """The least free space and free inodes of the disk holding the first of
-        `Limits.disk_paths` seen while the command ran (`sample_free_space`); None: not asked,
-        or (inodes) a filesystem that counts none."""
+        self.disk = _GradeDisk(limits) if limits is not None and limits.disk_paths else None
+        """The disk and file caps and the work disk's low-water mark (None: no disk paths)."""
         self.reason: str | None = None
         self.error: BaseException | None = None
         self._halt = threading.Event()
@@ -198,7 +197,11 @@ class _Watcher:
             self._look_for_argv(live)
         rss *= _PAGE
         self.peak_rss = max(self.peak_rss, rss)
-        self.sample_free_space()
+        if self.disk is not None:
+            # One statvfs (a few microseconds): a disk full while a build ran may have room
+            # again by the time the build ends, as finished grades' directories are removed
+            # (issue 39), so a failure is judged by the lowest seen (disk.py).
+            self.disk.sample()
         lim = self.limits
         if lim is None or self.reason is not None or self._ending:
             return  # (while ending, what is left is being killed anyway)
@@ -206,26 +209,6 @@ class _Watcher:
             self.exceeded(f"memory cap exceeded ({math.ceil(rss / _MIB)} MiB > {lim.memory_mb} MiB)")
         elif len(live) > lim.max_processes:
             self.exceeded(f"process cap exceeded (more than {lim.max_processes} processes)")
-
-    def sample_free_space(self) -> None:
-        """Lower the low-water mark of the work disk's free space and inodes: one statvfs (a few
-        microseconds) at each poll. A disk full while a build ran may have room again by the
-        time the build ends, as finished grades' directories are removed (issue 39), so the
-        grader judges a failure by the lowest it saw, not by how the disk looks afterwards."""
-        lim = self.limits
-        if lim is None or not lim.disk_paths:
-            return
-        try:
-            st = os.statvfs(lim.disk_paths[0])
-        except OSError:
-            return
-        free = st.f_bavail * st.f_frsize
-        self.low_free_bytes = free if self.low_free_bytes is None else min(self.low_free_bytes, free)
-        if st.f_files:
-            inodes = st.f_favail
-            self.low_free_inodes = (
-                inodes if self.low_free_inodes is None else min(self.low_free_inodes, inodes)
-            )
 
     def _look_for_argv(self, live: Mapping[int, tuple[int, bool]]) -> None:
         """Note when a live process of the tree first runs with one of `argv_marks` as a whole
@@ -245,19 +228,20 @@ class _Watcher:
         return self.reason is not None or self._halt.is_set()
 
     def check_disk(self) -> None:
-        lim = self.limits
-        if lim is None or not lim.disk_paths or self.reason is not None:
+        """The disk and file caps (`_GradeDisk.look`: the walk and the files the tree holds with
+        no name left, confirming a low reading of the work disk if one is pending)."""
+        if self.disk is None or self.reason is not None:
             return
-        cap = lim.max_disk_mb * _MIB
-        used, entries = disk_and_entries(
-            lim.disk_paths, stop_above=cap, entries_above=lim.max_files, tick=self._walk_tick
-        )
-        if self.reason is not None:
-            return
-        if used > cap:
-            self.exceeded(f"disk cap exceeded ({math.ceil(used / _MIB)} MiB > {lim.max_disk_mb} MiB)")
-        elif lim.max_files is not None and entries > lim.max_files:
-            self.exceeded(f"file cap exceeded (more than {lim.max_files} directory entries)")
+        why = self.disk.look(self._live_members, self._walk_tick)
+        if why is not None and self.reason is None:
+            self.exceeded(why)
+
+    def _live_members(self) -> list[int]:
+        """The tree's live processes at the last poll, for the held-file scan; none once the
+        tree has been killed (the final look): a pid of the last poll may be another's by then."""
+        if self._ending:
+            return []
+        return [pid for pid, (_, zombie) in self.live.items() if not zombie]
 
     # -- killing --
     def exceeded(self, reason: str) -> None:
@@ -306,7 +290,8 @@ class _Watcher:
     # -- the thread --
     def run(self) -> None:
         try:
-            self.sample_free_space()
+            if self.disk is not None:
+                self.disk.sample()
             next_disk = time.monotonic() + DISK_POLL_S
             while True:
                 if self._halt.wait(max(0.0, self._next_poll - time.monotonic())):
@@ -314,7 +299,7 @@ class _Watcher:
                 self.poll(self._next_poll)
                 if self.reason is not None:
                     self.kill()  # anything born since the cap fired
-                elif time.monotonic() >= next_disk:
+                elif time.monotonic() >= next_disk or (self.disk is not None and self.disk.wants_look()):
                     self.check_disk()
                     next_disk = time.monotonic() + DISK_POLL_S
             self._ending = True

@@ -34,6 +34,7 @@ from lean_mod_add_proof.grading.messages import error_messages, one_line
 from lean_mod_add_proof.grading.oserrors import host_errno
 from lean_mod_add_proof.grading.process import (
     CommandOutcome,
+    OwnUse,
     find_prlimit,
     host_fault_reason,
     kill_dead_graders_processes,
@@ -53,7 +54,7 @@ from lean_mod_add_proof.grading.toolchain import Toolchain, locate_toolchain
 
 #: What Lean prints for ENOSPC: `IO.Error.toString` (lean4 src/Init/System/IOError.lean) over
 #: `lean_decode_io_error` (src/runtime/io.cpp: ENOSPC is "resource exhausted"), as read in
-#: /work/notes/first-contact.md section (b). Text the submission can print too: it counts only
+#: docs/readings/first-contact.md section (b). Text the submission can print too: it counts only
 #: beside a disk that really was low (`ENOSPC_MARK_BYTES`).
 LEAN_ENOSPC = "resource exhausted (error code: 28, no space left on device)"
 #: Set by the grader on the build's command line, never by the submission (the guard bans
@@ -292,29 +293,43 @@ async def build(
 
 @dataclass(frozen=True)
 class LowWater:
-    """The least free space and free inodes the work disk had while a command ran: the process
-    watcher's low-water mark, sampled at each of its polls (`CommandOutcome.low_free_bytes`;
-    issue 39: a disk that was full when the build failed may have room again by the time the
-    grader looks, as the reaper removes finished grades' directories)."""
+    """The least free space and free inodes the work disk had while a command ran, and the
+    grade's own usage measured then: the process watcher's low-water mark, sampled at each of its
+    polls (`CommandOutcome.low_free_bytes`; issue 39: a disk that was full when the build failed
+    may have room again by the time the grader looks, as the reaper removes finished grades'
+    directories). A reading under a mark of full is kept only once the watcher has measured the
+    grade's own usage right around it, the files its tree held open with no name left included
+    (process/disk.py; the review of the signal filter, finding 4: build-time code filled the disk
+    on purpose with an unlinked open file the walk could not see, then failed its build)."""
 
     path: Path
     free_bytes: int | None = None
     free_inodes: int | None = None
     """None: the filesystem counts no inodes (or was never asked)."""
+    own: OwnUse | None = None
+    """The grade's own usage measured when a reading under a mark was kept (None: none was)."""
+    max_disk_mb: int = 0
+    max_files: int = 0
 
     @classmethod
-    def of(cls, path: Path, out: CommandOutcome) -> LowWater:
-        return cls(path, out.low_free_bytes, out.low_free_inodes)
+    def of(cls, path: Path, out: CommandOutcome, max_disk_mb: int, max_files: int) -> LowWater:
+        return cls(path, out.low_free_bytes, out.low_free_inodes, out.low_own, max_disk_mb, max_files)
 
     def full_while_running(self, output: str) -> str | None:
         """Why the disk counts as full while the command ran, or None (pure). `room_for_caps`
         made sure before the build that nothing the submission may write within its caps brings
-        the disk to either mark, so reaching one is someone else's doing."""
+        the disk to either mark, so a mark reached while the grade's own usage, measured then,
+        was within its caps is someone else's doing; its usage over them, or not measured, is
+        no such proof."""
+        own = self.own
+        if own is None or own.bytes > self.max_disk_mb << 20 or own.entries > self.max_files:
+            return None
+        held = f"this grade held {own.bytes >> 20} MiB"
         if self.free_inodes == 0:
-            return f"the work disk was full while it ran (no free inode under {self.path})"
+            return f"the work disk was full while it ran (no free inode under {self.path}; {held})"
         if self.free_bytes is None:
             return None
-        lowest = f"{self.free_bytes >> 20} MiB free at the lowest, under {self.path}"
+        lowest = f"{self.free_bytes >> 20} MiB free at the lowest, under {self.path}; {held}"
         if self.free_bytes < workdirs.FULL_DISK_BYTES:
             return f"the work disk was full while it ran ({lowest})"
         if LEAN_ENOSPC in output and self.free_bytes < workdirs.ENOSPC_MARK_BYTES:
@@ -370,7 +385,9 @@ async def raise_build_failure(g: Grade, failure: str | None, out: CommandOutcome
     if failure is not None:
         if not out.timed_out and not out.limit_exceeded:
             assert g.grade_dir is not None
-            if (was := LowWater.of(g.grade_dir, out).full_while_running(out.text)) is not None:
+            config = g.config
+            low = LowWater.of(g.grade_dir, out, config.max_disk_mb, config.max_files)
+            if (was := low.full_while_running(out.text)) is not None:
                 raise not_judged("build", f"{was}; {failure}")
             if (full := await asyncio.to_thread(workdirs.disk_full, g.grade_dir)) is not None:
                 raise not_judged("build", f"{full}; {failure}")
