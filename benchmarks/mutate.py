@@ -366,6 +366,26 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         'parts.append(_NOT_NEWLINE_RE.sub(" ", inner) if ("\\n" in inner) or True else " " * len(inner))',
         "without a newline, blanking every non-newline character is the same as len(inner) spaces",
     ),
+    *(
+        Equivalent(
+            "result",
+            'problem = exc.errors()[0].get("msg", "invalid value")',
+            after,
+            "pydantic's errors always hold a msg: the default is never read",
+        )
+        for after in (
+            'problem = exc.errors()[0].get("msg", None)',
+            'problem = exc.errors()[0].get("msg", )',
+            'problem = exc.errors()[0].get("msg", "XXinvalid valueXX")',
+            'problem = exc.errors()[0].get("msg", "INVALID VALUE")',
+        )
+    ),
+    Equivalent(
+        "result",
+        "timeout_s: float = Field(300.0, gt=0, le=TIMEOUT_S_MAX, allow_inf_nan=False)",
+        "timeout_s: float = Field(300.0, gt=0, le=TIMEOUT_S_MAX, allow_inf_nan=True)",
+        "le=TIMEOUT_S_MAX refuses inf, and every comparison with nan is false, so gt=0 refuses it",
+    ),
     Equivalent(
         "routes/comparator/verdict",
         'first_seen: Mapping[bytes, float] | None, text: str = "", argv_seen_at: float | None = None',

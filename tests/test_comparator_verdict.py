@@ -13,6 +13,7 @@ from lean_mod_add_proof.grading.routes.comparator.verdict import (
     ComparatorOutcome,
     RunFacts,
     comparator_verdict,
+    host_fault,
 )
 
 ERR = "error: Child exited with 137"
@@ -123,3 +124,34 @@ def test_run_facts_default_to_nothing_seen() -> None:
     )
     assert (facts.peak_rss_mb, facts.memory_cap_mb, facts.sandboxes_unstarted) == (0, None, 0)
     assert (facts.step_killed, facts.disk_full) == (False, None)
+
+
+def test_a_host_fault_names_bwraps_own_last_words_and_lakes_last_error() -> None:
+    """`host_fault` (pure): an unstarted sandbox quotes bwrap's last `bwrap:` line (or says there
+    was none) and Lake's last error; a full disk and the OOM killer under the cap are the host's;
+    the OOM killer with the grade over its cap is not (the cap's, weighed by the verdict)."""
+    text = "bwrap: first\nbwrap: Creating new namespace failed: No space left on device\n"
+    text += "error: Child exited with 1\n"
+    unstarted = RunFacts(exit_code=1, sandboxes_unstarted=2)
+    assert host_fault(unstarted, text) == (
+        "lake comparator's sandbox (bwrap) did not start 2 of its steps (bwrap: Creating new namespace "
+        "failed: No space left on device): error: Child exited with 1"
+    )
+    assert host_fault(unstarted, "error: x\n") == (
+        "lake comparator's sandbox (bwrap) did not start 2 of its steps (no bwrap message): error: x"
+    )
+    disk = RunFacts(exit_code=1, disk_full="the work disk was full (12 KiB free)")
+    assert (
+        host_fault(disk, "error: y\n")
+        == "the work disk was full (12 KiB free) while lake comparator ran: error: y"
+    )
+    oom = RunFacts(exit_code=1, oom_kills_seen=True, peak_rss_mb=512, memory_cap_mb=512)
+    assert host_fault(oom, "error: z\n") == (
+        "the host's OOM killer acted while lake comparator ran, at 512 MiB: error: z"
+    )  # at the cap itself: not over it
+    over = RunFacts(exit_code=1, oom_kills_seen=True, peak_rss_mb=513, memory_cap_mb=512)
+    assert host_fault(over, "error: z\n") is None
+    assert host_fault(RunFacts(exit_code=1, oom_kills_seen=True, peak_rss_mb=9999), "error: z\n") is not None
+    assert host_fault(RunFacts(exit_code=1), "error: z\n") is None
+    # through the verdict: could not judge, word for word
+    assert comparator_verdict(disk, "error: y\n") == ("not_judged", host_fault(disk, "error: y\n"))

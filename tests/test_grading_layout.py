@@ -170,8 +170,9 @@ def test_the_process_package_imports_one_way_and_stays_small() -> None:
 
 
 #: Modules over 900 lines that this test found and that are not split yet, with their size: the
-#: test fails when one grows, shrinks under the limit (take it off) or another appears.
-OVERSIZED_MODULES: dict[str, int] = {"kernels.py": 920}  # since main's 9e9fc21 (issue 40)
+#: test fails when one grows, shrinks under the limit (take it off) or another appears. (kernels.py,
+#: 920 lines after issue 36, is split: its cited table is checker_rows.py.)
+OVERSIZED_MODULES: dict[str, int] = {}
 
 
 def test_every_grading_module_and_class_stays_small() -> None:

@@ -95,6 +95,15 @@ async def test_a_grade_at_the_bounds_runs(tmp_path: Path, mode: str) -> None:
 
 def test_checked_setting_is_the_settings_own_check() -> None:
     assert checked_setting("timeout_s", 61) == 61.0
+    # one line: the setting, the value, pydantic's own words with a lower-case first letter
+    with pytest.raises(ValueError) as info:
+        checked_setting("timeout_s", -1)
+    assert str(info.value) == "timeout_s -1: input should be greater than 0"
+    with pytest.raises(ValueError) as info:
+        checked_setting("timeout_s", "x")
+    assert (
+        str(info.value) == "timeout_s 'x': input should be a valid number, unable to parse string as a number"
+    )
     for bad in (0, -1, math.inf, math.nan, TIMEOUT_S_MAX * 2):
         with pytest.raises(ValueError, match="timeout_s"):
             checked_setting("timeout_s", bad)

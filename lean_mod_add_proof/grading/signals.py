@@ -60,8 +60,8 @@ FAULT_SIGNALS: frozenset[int] = frozenset(
 CAP_SIGNALS: frozenset[int] = frozenset({signal.SIGXCPU})
 #: Signals that only another process, or the host's kernel acting for someone (the OOM killer, a
 #: cgroup kill), delivers: a process brings none of them on itself by a fault or a limit. Once the
-#: sandbox's filter forbids sending them (`signal_filter.py`, whose FILTERED_SIGNALS a test holds
-#: equal to this), nothing inside it can send them either. Every other terminating signal a process
+#: sandbox's filter forbids sending them (`signal_filter.py` FILTERED_SIGNALS, made from this),
+#: nothing inside it can send them either. Every other terminating signal a process
 #: can bring on itself: a fault, `abort()`, a limit (SIGXCPU, SIGXFSZ), a seccomp kill (SIGSYS), a
 #: closed pipe (SIGPIPE), its own timers (SIGALRM, SIGVTALRM, SIGPROF, real-time signals) or
 #: asynchronous I/O (SIGIO).
