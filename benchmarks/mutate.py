@@ -62,6 +62,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "judge": ("tests/test_judge_protocol.py", "tests/test_grading_layout.py"),
     "result": (
         "tests/test_result_flags.py",
+        # KernelKind and KernelRun (issue 36) are tested with the table that uses them
+        "tests/test_kernels_unit.py",
         # the bounds' and checked_setting's own tests (not the ones that run a grade)
         *(
             f"tests/test_setting_bounds.py::{name}"

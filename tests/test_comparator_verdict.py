@@ -130,7 +130,7 @@ def test_a_host_fault_names_bwraps_own_last_words_and_lakes_last_error() -> None
     """`host_fault` (pure): an unstarted sandbox quotes bwrap's last `bwrap:` line (or says there
     was none) and Lake's last error; a full disk and the OOM killer under the cap are the host's;
     the OOM killer with the grade over its cap is not (the cap's, weighed by the verdict)."""
-    text = "bwrap: first\nbwrap: Creating new namespace failed: No space left on device\n"
+    text = "bwrap: first\nbwrap: second\nbwrap: Creating new namespace failed: No space left on device\n"
     text += "error: Child exited with 1\n"
     unstarted = RunFacts(exit_code=1, sandboxes_unstarted=2)
     assert host_fault(unstarted, text) == (
