@@ -232,17 +232,16 @@ def _grade_dirs(concurrent: int, backlog: int) -> str:
     return f"{concurrent} concurrent grades + {backlog} finished, awaiting removal"
 
 
-def _disk_check(work: Path, st: os.statvfs_result, max_disk_mb: int, concurrent: int) -> Check:
+def _disk_check(work: Path, st: os.statvfs_result, max_disk_mb: int, concurrent: int, backlog: int) -> Check:
     """Free space of the work disk against what every grade directory on it may hold at once
     (issue 39): each running grade's disk cap and the grader's copies into its verdict directory
     (the submission's outputs, up to `package.MAX_SUBMISSION_OUTPUT_BYTES` each), for the grades
-    running and for those finished whose removal the reaper has queued (`workdirs.reap_backlog`:
-    as many as fit in `REAP_BACKLOG_BYTES` at that size), plus the low-water mark a grade needs
-    beyond its cap before its build starts (`workdirs.room_for_caps`)."""
+    running and for the `backlog` finished ones whose removal the reaper has queued
+    (`workdirs.reap_backlog`: as many as fit in `REAP_BACKLOG_BYTES` at that size), plus the
+    low-water mark a grade needs beyond its cap before its build starts (`workdirs.room_for_caps`)."""
     free_mb = st.f_bavail * st.f_frsize >> 20
     per_grade = pkgmod.grade_dir_bytes(max_disk_mb)
     copies_mb = (per_grade >> 20) - max_disk_mb
-    backlog = workdirs.reap_backlog(per_grade)
     mark_mb = workdirs.ENOSPC_MARK_BYTES >> 20
     needed_mb = (per_grade >> 20) * (concurrent + backlog) + mark_mb
     return Check(
@@ -464,8 +463,10 @@ def doctor_checks(config: GraderConfig) -> list[Check]:
     work = config.work_root or Path(tempfile.gettempdir())
     try:
         st = os.statvfs(work if work.exists() else work.parent)
-        checks.append(_disk_check(work, st, config.max_disk_mb, concurrent))
+        # the finished directories the reaper may hold at once, at this grade's size (one figure
+        # for both rows)
         backlog = workdirs.reap_backlog(pkgmod.grade_dir_bytes(config.max_disk_mb))
+        checks.append(_disk_check(work, st, config.max_disk_mb, concurrent, backlog))
         checks.append(_inode_check(work, st, config.max_files, concurrent, backlog))
     except OSError as exc:
         checks.append(
