@@ -35,7 +35,7 @@ from lean_mod_add_proof.grading import kernels as kernelsmod
 from lean_mod_add_proof.grading import package as pkgmod
 from lean_mod_add_proof.grading.lean_names import ALLOWED_AXIOMS, SUBMISSION_MODULE
 from lean_mod_add_proof.grading.messages import one_line
-from lean_mod_add_proof.grading.process import CommandOutcome, HostFault
+from lean_mod_add_proof.grading.process import HostFault
 from lean_mod_add_proof.grading.result import KernelRun
 from lean_mod_add_proof.grading.routes import core
 from lean_mod_add_proof.grading.routes.core import CommandEnv, Grade, StageFailed, not_judged
@@ -43,37 +43,6 @@ from lean_mod_add_proof.grading.routes.protocol import Arm
 
 #: Why a `judge` setting without the export route cannot grade with `kernels = all`.
 EXPORT_ROUTE_ONLY = "kernels=all grades on the replay judge's export route only"
-
-
-async def run_checker(
-    g: Grade,
-    env: CommandEnv,
-    checker: kernelsmod.Checker,
-    argv: list[str],
-    deadline: float,
-    *,
-    memory_extra_mb: int,
-    cpu_seconds: int,
-) -> CommandOutcome:
-    """One checker's run, recorded: in the verdict directory, read-only, with the judge's /tmp
-    (nanoda's config is there), its own CPU budget and wall-clock backstop (`deadline`), the
-    judge's memory, its own environment."""
-    assert g.grade_dir is not None
-    return g.record(
-        await env.run(
-            "leanchecker",
-            argv,
-            g.verdict_dir,
-            deadline,
-            search_path=[],
-            grade_dir=g.grade_dir,
-            writable=False,
-            tmp_name=pkgmod.JUDGE_TMP,
-            memory_extra_mb=memory_extra_mb,
-            cpu_seconds=cpu_seconds,
-            extra_env=kernelsmod.checker_env(checker),
-        )
-    )
 
 
 async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extra_mb: int) -> None:
@@ -113,8 +82,14 @@ async def run_checkers(g: Grade, env: CommandEnv, *, arm: Arm, judge_memory_extr
         argv = kernelsmod.checker_argv(binary, checker, str(export), config_path)
         ooms = core.oom_kill_count()
         try:
-            out = await run_checker(
-                g, env, checker, argv, deadline, memory_extra_mb=extra_mb, cpu_seconds=budget
+            out = await core.run_on_verdict_dir(
+                g,
+                env,
+                argv,
+                deadline,
+                extra_env=kernelsmod.checker_env(checker),
+                memory_extra_mb=extra_mb,
+                cpu_seconds=budget,
             )
         except HostFault as fault:
             runs.append(

@@ -352,3 +352,39 @@ class Grade:
         """Let go of the cache entry this grade read (a discard may delete it from now on)."""
         if self.entry_pin is not None:
             self.entry_pin.release()
+
+
+async def run_on_verdict_dir(
+    g: Grade,
+    env: CommandEnv,
+    argv: Sequence[str],
+    deadline: float,
+    *,
+    extra_env: Mapping[str, str],
+    search_path: Sequence[Path] = (),
+    output_cap_bytes: int | None = None,
+    extra_readonly: Sequence[Path] = (),
+    memory_extra_mb: int = 0,
+    cpu_seconds: int | None = None,
+) -> CommandOutcome:
+    """A command that reads the verdict directory (the replay judge, a bundled checker), recorded:
+    run there, read-only, with the judge's own /tmp (`package.JUDGE_TMP`: nanoda's config is
+    there), in the stage `leanchecker`, with its own `extra_env`."""
+    assert g.grade_dir is not None
+    return g.record(
+        await env.run(
+            "leanchecker",
+            argv,
+            g.verdict_dir,
+            deadline,
+            search_path=search_path,
+            grade_dir=g.grade_dir,
+            writable=False,
+            tmp_name=pkgmod.JUDGE_TMP,
+            output_cap_bytes=output_cap_bytes,
+            extra_readonly=extra_readonly,
+            memory_extra_mb=memory_extra_mb,
+            extra_env=extra_env,
+            cpu_seconds=cpu_seconds,
+        )
+    )

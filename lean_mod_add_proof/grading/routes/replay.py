@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -77,39 +77,11 @@ JUDGE_IMPORTS: tuple[str, ...] = ("Init", *ALLOWED_IMPORTS)
 JUDGE_MEMORY_MB: dict[str, int] = {"interpreted": 1536, "native": 512}
 
 
-async def run_on_verdict_dir(
-    g: Grade,
-    env: CommandEnv,
-    argv: Sequence[str],
-    deadline: float,
-    *,
-    search_path: Sequence[Path],
-    output_cap_bytes: int | None = None,
-    extra_readonly: Sequence[Path] = (),
-    memory_extra_mb: int = 0,
-) -> CommandOutcome:
-    """The judge's command, recorded: in the verdict directory, read-only, with the judge's own
-    /tmp (the bundled checkers run by `checkers.run_checker`, each with its own environment).
-    A panic aborts instead of printing and going on, as `lake comparator` runs its steps:
-    crafted module data cannot then flood the output with panics (each a "key is not present"
-    lookup in the replay) to push it past its cap."""
-    assert g.grade_dir is not None
-    return g.record(
-        await env.run(
-            "leanchecker",
-            argv,
-            g.verdict_dir,
-            deadline,
-            search_path=search_path,
-            grade_dir=g.grade_dir,
-            writable=False,
-            tmp_name=pkgmod.JUDGE_TMP,
-            output_cap_bytes=output_cap_bytes,
-            extra_readonly=extra_readonly,
-            memory_extra_mb=memory_extra_mb,
-            extra_env={"LEAN_ABORT_ON_PANIC": "1"},
-        )
-    )
+#: The judge's own environment (`core.run_on_verdict_dir`; the bundled checkers each have theirs,
+#: `kernels.checker_env`). A panic aborts instead of printing and going on, as `lake comparator`
+#: runs its steps: crafted module data cannot then flood the output with panics (each a "key is
+#: not present" lookup in the replay) to push it past its cap.
+JUDGE_ENV: Mapping[str, str] = {"LEAN_ABORT_ON_PANIC": "1"}
 
 
 class ReplayRoute:
@@ -299,11 +271,12 @@ class ReplayRoute:
             required_imports=(REQUIRED_IMPORT,),
             verdict_from=self.route.reads,
         )
-        out = await run_on_verdict_dir(
+        out = await core.run_on_verdict_dir(
             g,
             env,
             argv,
             deadline,
+            extra_env=JUDGE_ENV,
             search_path=[g.verdict_dir / pkgmod.VERDICT_LIB],
             output_cap_bytes=max(JUDGE_OUTPUT_CAP, config.output_cap_bytes),
             extra_readonly=extra_readonly,
