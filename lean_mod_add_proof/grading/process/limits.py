@@ -13,8 +13,12 @@ import signal
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lean_mod_add_proof.grading.process.proc import _NOT_THERE_ERRNOS, _read_proc
+
+if TYPE_CHECKING:
+    from lean_mod_add_proof.grading.result import GraderSettings
 
 #: Added to the CPU-seconds backstop so it only fires when the wall-clock kill somehow did not.
 CPU_SLACK_S = 5
@@ -55,6 +59,32 @@ class Limits:
     """A CPU-seconds budget of its own (RLIMIT_CPU's soft limit; the hard one stays unlimited,
     `cpu_limits`), instead of the backstop derived from the deadline (`cpu_limits`): a bundled checker's
     budget (routes/checkers.py), which host load cannot use up."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: GraderSettings,
+        work_dir: Path,
+        *,
+        memory_mb: int,
+        cpu_seconds: int | None = None,
+        address_space_cap: bool = True,
+    ) -> Limits:
+        """A grade's caps from its settings, its disk counted under `work_dir`: the settings'
+        processes, disk, file size, directory entries and threads; the memory cap, the CPU budget
+        and the address-space backstop as the command's caller decides (routes/core.py
+        `CommandEnv.limits`, routes/comparator/run.py `comparator_limits`)."""
+        return cls(
+            memory_mb=memory_mb,
+            max_processes=settings.max_processes,
+            max_disk_mb=settings.max_disk_mb,
+            max_file_mb=settings.max_file_mb,
+            disk_paths=(work_dir,),
+            max_files=settings.max_files,
+            cpu_threads=settings.threads,
+            address_space_cap=address_space_cap,
+            cpu_seconds=cpu_seconds,
+        )
 
 
 def oom_kill_count(vmstat: str = "/proc/vmstat") -> int | None:

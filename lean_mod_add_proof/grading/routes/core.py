@@ -181,15 +181,8 @@ class CommandEnv:
         (`Limits.cpu_seconds`)."""
         c = self.config
         floor = max(PREBUILD_MEMORY_MB, memory_floor_mb) if trusted else 0
-        return Limits(
-            memory_mb=max(c.memory_mb + memory_extra_mb, floor),
-            max_processes=c.max_processes,
-            max_disk_mb=c.max_disk_mb,
-            max_file_mb=c.max_file_mb,
-            disk_paths=(grade_dir,),
-            max_files=c.max_files,
-            cpu_threads=c.threads,
-            cpu_seconds=cpu_seconds,
+        return Limits.from_settings(
+            c, grade_dir, memory_mb=max(c.memory_mb + memory_extra_mb, floor), cpu_seconds=cpu_seconds
         )
 
     async def run(

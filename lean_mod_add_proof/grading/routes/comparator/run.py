@@ -62,16 +62,7 @@ MIN_OUTPUT_CAP = 1 << 20
 def comparator_limits(settings: GraderSettings, work_dir: Path) -> Limits:
     """The grade's caps for the comparator run, its disk counted under `work_dir`: resident
     memory, processes, disk and file size, but no address-space cap (module docstring)."""
-    return Limits(
-        memory_mb=settings.memory_mb,
-        max_processes=settings.max_processes,
-        max_disk_mb=settings.max_disk_mb,
-        max_file_mb=settings.max_file_mb,
-        disk_paths=(work_dir,),
-        max_files=settings.max_files,
-        cpu_threads=settings.threads,
-        address_space_cap=False,
-    )
+    return Limits.from_settings(settings, work_dir, memory_mb=settings.memory_mb, address_space_cap=False)
 
 
 # ---- the trusted challenge, built before the run ----------------------------------------------
