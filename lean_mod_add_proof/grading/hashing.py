@@ -17,7 +17,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
 from lean_mod_add_proof.grading.oserrors import host_errno
@@ -89,14 +89,21 @@ def read_small_file(path: Path | str, max_bytes: int, *, dir_fd: int | None = No
     return data
 
 
-def _sha256_fd(fd: int, deadline: float | None, stop: threading.Event | None) -> str:
-    h = hashlib.sha256()
+def read_chunks(fd: int, size: int, deadline: float | None, stop: threading.Event | None) -> Iterator[bytes]:
+    """The rest of `fd`, at most `size` bytes a read, the budget checked before each read."""
     while True:
         check_budget(deadline, stop)
-        chunk = os.read(fd, CHUNK)
+        chunk = os.read(fd, size)
         if not chunk:
-            return h.hexdigest()
+            return
+        yield chunk
+
+
+def _sha256_fd(fd: int, deadline: float | None, stop: threading.Event | None) -> str:
+    h = hashlib.sha256()
+    for chunk in read_chunks(fd, CHUNK, deadline, stop):
         h.update(chunk)
+    return h.hexdigest()
 
 
 def sha256_file(

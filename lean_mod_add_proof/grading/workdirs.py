@@ -44,6 +44,7 @@ from lean_mod_add_proof.grading.hashing import (
     check_budget,
     open_dir,
     open_regular,
+    read_chunks,
 )
 
 GRADE_DIR_PREFIX = "lean-mod-add-proof-grade-"
@@ -309,15 +310,17 @@ class _Expected:
 def _copy_hashed(src: int, dst: int, stop: threading.Event | None) -> str:
     """Read, hash and write (no copy_file_range: the bytes written are the bytes hashed)."""
     digest = hashlib.sha256()
-    while True:
-        check_budget(None, stop)
-        chunk = os.read(src, _COPY_CHUNK)
-        if not chunk:
-            return digest.hexdigest()
+    for chunk in read_chunks(src, _COPY_CHUNK, None, stop):
         digest.update(chunk)
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(dst, view) :]
+        _write_all(dst, chunk)
+    return digest.hexdigest()
+
+
+def _write_all(dst: int, chunk: bytes) -> None:
+    """Write all of `chunk` (os.write may write less than it is given)."""
+    view = memoryview(chunk)
+    while view:
+        view = view[os.write(dst, view) :]
 
 
 def _copy_bytes(src: int, dst: int, stop: threading.Event | None) -> None:
@@ -338,9 +341,7 @@ def _copy_bytes(src: int, dst: int, stop: threading.Event | None) -> None:
         chunk = os.read(src, _COPY_CHUNK)
         if not chunk:
             return
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(dst, view) :]
+        _write_all(dst, chunk)
 
 
 def _copy_dir(
