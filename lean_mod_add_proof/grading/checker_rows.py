@@ -138,6 +138,13 @@ _RUST_IO = r"[A-Z][A-Za-z/ ,'-]* \(os error \d+\)"
 _NANODA_HELP = r"run with `-h` or `--help` for help"
 _RUST_NOTE = r"note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
 
+
+def _nanoda_main_error(kind: KernelKind, meaning: str, source: str, error: str) -> Reading:
+    """A reading of nanoda's `main` returning `Err`: `Error: ` and the error (a regular
+    expression), then its help line (`MainError` Debug, `_NANODA_HELP`; RUST)."""
+    return Reading(kind, meaning, source, lines=(r"Error: " + error, _NANODA_HELP))
+
+
 _ACCEPT = Prediction("accepted", "exit 0")
 _LEAN_REJECT = Prediction("rejected", "exit 1")
 _NANODA_PANIC = Prediction("panic", "exit 101", "panicked at src/tc.rs:", "at src/tc.rs")
@@ -310,48 +317,48 @@ CHECKERS: tuple[Checker, ...] = (
                 "nanoda_lib @f58f2f6 src/main.rs `main`, `MainError`; src/parser.rs `go1` "
                 "(`serde_json::from_str(line)?`); RUST",
                 readings=(
-                    Reading(
+                    _nanoda_main_error(
                         "setup",
                         "our config file cannot be opened",
                         "nanoda_lib @f58f2f6 src/util.rs `TryFrom<&Path>`",
-                        lines=(r"Error: failed to open configuration file: .*", _NANODA_HELP),
+                        r"failed to open configuration file: .*",
                     ),
-                    Reading(
+                    _nanoda_main_error(
                         "setup",
                         "our config contradicts itself",
                         "nanoda_lib @f58f2f6 src/util.rs",
-                        lines=(r"Error: incompatible config options.*", _NANODA_HELP),
+                        r"incompatible config options.*",
                     ),
-                    Reading(
+                    _nanoda_main_error(
                         "host errno",
                         "the export file cannot be opened",
                         "nanoda_lib @f58f2f6 src/util.rs `to_export_file`",
-                        lines=(r"Error: Failed to open export file.*", _NANODA_HELP),
+                        r"Failed to open export file.*",
                     ),
-                    Reading(
+                    _nanoda_main_error(
                         "host errno",
                         "the export could not be read: an OS error (its Display, `(os error N)`)",
                         "nanoda_lib @f58f2f6 src/parser.rs l.393 `parse_export_file` "
                         "(`read_line(...)?`); RUST",
-                        lines=(r"Error: " + _RUST_IO, _NANODA_HELP),
+                        _RUST_IO,
                     ),
-                    Reading(
+                    _nanoda_main_error(
                         "setup",
                         "a pretty-printer destination (not in our config)",
                         "nanoda_lib @f58f2f6 src/util.rs `get_pp_destination`",
-                        lines=(r"Error: Failed to open pretty printer destination file.*", _NANODA_HELP),
+                        r"Failed to open pretty printer destination file.*",
                     ),
-                    Reading(
+                    _nanoda_main_error(
                         "setup",
                         "the toolchain's exporter writes a format version nanoda does not take",
                         "nanoda_lib @f58f2f6 src/parser.rs `check_semver`",
-                        lines=(r"Error: export format version is .*", _NANODA_HELP),
+                        r"export format version is .*",
                     ),
-                    Reading(
+                    _nanoda_main_error(
                         "setup",
                         "our command line has no config path",
                         "nanoda_lib @f58f2f6 src/main.rs `main`",
-                        lines=(r"Error: This program expects a path.*", _NANODA_HELP),
+                        r"This program expects a path.*",
                     ),
                 ),
             ),
