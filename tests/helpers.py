@@ -135,6 +135,17 @@ STAGE_KEYS = frozenset(
 )
 
 
+def task_dir(tmp_path: Path) -> Path:
+    """A tasks directory, `tmp_path / "tasks"`, holding the one stand-in task (`make_task`): its
+    Weights.lean and its tasks.jsonl row. Made again over an existing one."""
+    tasks = tmp_path / "tasks"
+    record = make_task()
+    (tasks / record.id).mkdir(parents=True, exist_ok=True)
+    (tasks / record.id / "Weights.lean").write_text(weights_text(), encoding="utf-8")
+    (tasks / "tasks.jsonl").write_text(json.dumps(record.to_json()) + "\n", encoding="utf-8")
+    return tasks
+
+
 def make_task_set(root: Path, specs=((5, 8, 0), (5, 8, 2), (7, 16, 1), (11, 8, 0))) -> Path:
     """A small task set in the generated format (random weights: tests using it never run Lean).
     Seed 1 rows claim train_fraction 0.9 and rows have min_margin 3 + seed, so filters show."""

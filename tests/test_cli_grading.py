@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, make_task, submission, weights_text
+from helpers import DOUBLE_DIR, submission, task_dir
 
 from lean_mod_add_proof.cli import main
 from lean_mod_add_proof.grading import selftest
@@ -14,19 +14,10 @@ from lean_mod_add_proof.grading import selftest
 pytestmark = pytest.mark.usefixtures("isolated_cli_home")
 
 
-def _task_dir(tmp_path: Path) -> Path:
-    tasks = tmp_path / "tasks"
-    record = make_task()
-    (tasks / record.id).mkdir(parents=True, exist_ok=True)
-    (tasks / record.id / "Weights.lean").write_text(weights_text(), encoding="utf-8")
-    (tasks / "tasks.jsonl").write_text(json.dumps(record.to_json()) + "\n", encoding="utf-8")
-    return tasks
-
-
 def _common(tmp_path: Path) -> list[str]:
     return [
         "--tasks-dir",
-        str(_task_dir(tmp_path)),
+        str(task_dir(tmp_path)),
         "--work-root",
         str(tmp_path / "work"),
         "--sandbox",

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import DOUBLE_DIR, make_task, submission, weights_text
+from helpers import DOUBLE_DIR, submission, task_dir
 
 from lean_mod_add_proof.cli import output
 
@@ -33,19 +33,10 @@ def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _tasks(tmp_path: Path) -> Path:
-    tasks = tmp_path / "tasks"
-    record = make_task()
-    (tasks / record.id).mkdir(parents=True)
-    (tasks / record.id / "Weights.lean").write_text(weights_text(), encoding="utf-8")
-    (tasks / "tasks.jsonl").write_text(json.dumps(record.to_json()) + "\n", encoding="utf-8")
-    return tasks
-
-
 def test_grade_prints_every_command_and_the_reason_whole_into_a_pipe(tmp_path: Path) -> None:
     good = tmp_path / "good.lean"
     good.write_text(submission())
-    flags = ["--tasks-dir", str(_tasks(tmp_path)), "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"]
+    flags = ["--tasks-dir", str(task_dir(tmp_path)), "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"]
     flags += ["--work-root", str(tmp_path / "a-work-root-with-a-long-name" / ("x" * 60))]
     done = _run(tmp_path, "grade", "p05_h08_s0", str(good), *flags)
     json_done = _run(tmp_path, "grade", "p05_h08_s0", str(good), *flags, "--json")

@@ -12,11 +12,10 @@ import pytest
 from helpers import (
     DOUBLE_DIR,
     copy_double,
-    make_task,
     require_comparator,
     run_double,
     submission,
-    weights_text,
+    task_dir,
 )
 
 from lean_mod_add_proof.cli import main
@@ -80,21 +79,12 @@ async def test_a_grade_by_the_double_names_it_in_its_toolchain_and_reason(tmp_pa
     assert f"(toolchain: {DOUBLE_BANNER}: " in res.reason or f"; toolchain: {DOUBLE_BANNER}: " in res.reason
 
 
-def _tasks(tmp_path: Path) -> Path:
-    tasks = tmp_path / "tasks"
-    record = make_task()
-    (tasks / record.id).mkdir(parents=True)
-    (tasks / record.id / "Weights.lean").write_text(weights_text(), encoding="utf-8")
-    (tasks / "tasks.jsonl").write_text(json.dumps(record.to_json()) + "\n", encoding="utf-8")
-    return tasks
-
-
 def test_grade_names_the_double_in_its_verdict_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = tmp_path / "good.lean"
     good.write_text(submission())
-    flags = ["--tasks-dir", str(_tasks(tmp_path)), "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"]
+    flags = ["--tasks-dir", str(task_dir(tmp_path)), "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"]
     assert main(["grade", "p05_h08_s0", str(good), *flags, "--work-root", str(tmp_path / "w")]) == 0
     out = capsys.readouterr().out
     (verdict,) = [line for line in out.splitlines() if "ACCEPTED" in line]
@@ -148,6 +138,6 @@ def test_the_demo_names_the_double() -> None:
 
 
 def test_warm_cache_names_the_double(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    flags = ["--tasks-dir", str(_tasks(tmp_path)), "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"]
+    flags = ["--tasks-dir", str(task_dir(tmp_path)), "--toolchain-dir", str(DOUBLE_DIR), "--sandbox", "off"]
     assert main(["warm-cache", *flags, "--cache-dir", str(tmp_path / "c")]) == 0
     assert f"with {DOUBLE_BANNER}: {DOUBLE_DIR} (" in capsys.readouterr().out
