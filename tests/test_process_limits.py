@@ -1406,14 +1406,9 @@ def test_only_a_gone_or_forbidden_process_reads_as_none(
         assert raised.value.errno == code
 
 
-async def test_a_member_the_host_would_not_let_us_read_is_a_host_fault_not_forgotten(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Review A3 / B P-4, end to end: the watcher's read of a setsid'd member's stat fails with
-    EMFILE once. It used to forget the member (gone from the caps, never killed: it outlived
-    the grade, and the command ran on to its deadline); now the watcher fails closed: the
-    command is a HostFault (could not judge) and its whole tree is dead."""
-    mark = marker()
+def fail_next_open_with_emfile(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """Patch `os.open`: a path put in the returned set fails its next open with EMFILE (the host
+    out of file descriptors), once; every other open is the real one."""
     real_open = os.open
     armed: set[str] = set()
 
@@ -1424,6 +1419,18 @@ async def test_a_member_the_host_would_not_let_us_read_is_a_host_fault_not_forgo
         return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", refusing)
+    return armed
+
+
+async def test_a_member_the_host_would_not_let_us_read_is_a_host_fault_not_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review A3 / B P-4, end to end: the watcher's read of a setsid'd member's stat fails with
+    EMFILE once. It used to forget the member (gone from the caps, never killed: it outlived
+    the grade, and the command ran on to its deadline); now the watcher fails closed: the
+    command is a HostFault (could not judge) and its whole tree is dead."""
+    mark = marker()
+    armed = fail_next_open_with_emfile(monkeypatch)
     job = asyncio.create_task(
         run(tmp_path, ["sh", "-c", f"(setsid sleep {mark} &); exec sleep {mark}"], seconds=15)
     )
@@ -1456,21 +1463,13 @@ async def test_a_command_whose_first_process_cannot_be_read_is_a_host_fault_and_
     found by its parent, and the command ran on unwatched. Now that is a HostFault, and what the
     command started is swept (here a setsid'd escapee, found by its marker)."""
     mark = marker()
-    real_open = os.open
-    armed: set[str] = set()
-
-    def refusing(path: object, *args: object, **kwargs: object) -> int:
-        if isinstance(path, str) and path in armed:
-            armed.discard(path)
-            raise OSError(errno.EMFILE, "Too many open files", path)
-        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+    armed = fail_next_open_with_emfile(monkeypatch)
 
     class Spawn(subprocess.Popen):  # type: ignore[type-arg]
         def __init__(self, *args: object, **kwargs: object) -> None:
             super().__init__(*args, **kwargs)  # type: ignore[arg-type]
             armed.add(f"/proc/{self.pid}/stat")  # the next read of it, `attach`'s, fails
 
-    monkeypatch.setattr(os, "open", refusing)
     monkeypatch.setattr(commandsmod.subprocess, "Popen", Spawn)
     try:
         with pytest.raises(process.HostFault, match="out of file descriptors"):
