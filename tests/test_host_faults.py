@@ -97,6 +97,32 @@ def run_isolated(flags: list[str], prelude: str, body: str, tmp_path: Path) -> d
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+#: The tests that mount a small disk of their own (`run_on_tmpfs`).
+needs_mount_namespace = pytest.mark.skipif(
+    not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)"
+)
+
+
+def run_on_tmpfs(tmp_path: Path, options: str, body: str) -> dict[str, object]:
+    """`run_isolated` in a private mount namespace with a tmpfs (`mount -o options`, unmounted
+    with the namespace) at `tmp_path / "small"`, which `body` knows as `small`; `fill_small()`
+    is the host filling it (a file `small / "fill"` written until a write fails)."""
+    small = tmp_path / "small"
+    small.mkdir()
+    preamble = f"""
+        small = Path({str(small)!r})
+        def fill_small():
+            with open(small / "fill", "wb") as f:
+                try:
+                    while True:
+                        f.write(bytes(1 << 20)); f.flush()
+                except OSError:
+                    pass
+        """
+    script = textwrap.dedent(preamble) + textwrap.dedent(body)
+    return run_isolated(["-Urm"], f"mount -t tmpfs -o {options} tmpfs {small} &&", script, tmp_path)
+
+
 # ---- the sandbox did not start -----------------------------------------------------------------
 
 
@@ -282,31 +308,22 @@ async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
 # ---- a full disk, out of memory, a missing binary -------------------------------------------
 
 
-@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@needs_mount_namespace
 def test_a_full_work_disk_is_not_judged_and_named(tmp_path: Path) -> None:
     """A real full disk: the work root is an 8 MiB tmpfs in a private mount namespace. Filled
     before the grade, the package copy fails with ENOSPC; nearly full, the build fails for want
     of room. Both are "could not judge: the work disk is full", never "internal grader error"."""
-    small = tmp_path / "small"
-    small.mkdir()
-    got = run_isolated(
-        ["-Urm"],
-        f"mount -t tmpfs -o size=8m tmpfs {small} &&",
-        f"""
-        small = Path({str(small)!r})
+    got = run_on_tmpfs(
+        tmp_path,
+        "size=8m",
+        """
         warm = run(submission())  # the cache (elsewhere) is built; the work root is fine
-        with open(small / "fill", "wb") as f:  # the host fills the disk
-            try:
-                while True:
-                    f.write(bytes(1 << 20)); f.flush()
-            except OSError:
-                pass
+        fill_small()  # the host fills the disk
         full = run(submission(), work_root=small / "work")
         (small / "fill").unlink()
         nearly = run(submission("build bigfile 16"), work_root=small / "work", max_disk_mb=1024)
-        print(json.dumps({{"warm": warm, "full": full, "nearly": nearly}}))
+        print(json.dumps({"warm": warm, "full": full, "nearly": nearly}))
         """,
-        tmp_path,
     )
     assert got["warm"]["accepted"], got  # type: ignore[index]
     for case in ("full", "nearly"):
@@ -315,7 +332,7 @@ def test_a_full_work_disk_is_not_judged_and_named(tmp_path: Path) -> None:
         assert res["reason"].startswith("could not judge: the work disk is full"), (case, res)  # type: ignore[index]
 
 
-@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@needs_mount_namespace
 @pytest.mark.parametrize("mode", MODES)
 def test_a_disk_full_while_the_build_ran_and_freed_before_it_ended_is_not_judged(
     tmp_path: Path, mode: str
@@ -327,14 +344,11 @@ def test_a_disk_full_while_the_build_ran_and_freed_before_it_ended_is_not_judged
     again, and the grade was a rejection (0.0). The grade now watches the disk while the build
     runs: could not judge. A submission printing the same words on a disk with room stays a
     verdict."""
-    small = tmp_path / "small"
-    small.mkdir()
-    got = run_isolated(
-        ["-Urm"],
-        f"mount -t tmpfs -o size=400m tmpfs {small} &&",
+    got = run_on_tmpfs(
+        tmp_path,
+        "size=400m",
         f"""
         import threading, time
-        small = Path({str(small)!r})
         cfg = dict(work_root=small / "work", max_disk_mb=32, sandbox={mode!r})
         warm = run(submission(), **cfg)
 
@@ -343,12 +357,7 @@ def test_a_disk_full_while_the_build_ran_and_freed_before_it_ended_is_not_judged
             while not list((small / "work").glob("*/package/.lake/ready")):
                 assert time.monotonic() < end
                 time.sleep(0.01)
-            with open(small / "fill", "wb") as f:  # the host fills the disk
-                try:
-                    while True:
-                        f.write(bytes(1 << 20)); f.flush()
-                except OSError:
-                    pass
+            fill_small()  # the host fills the disk
             while not list((small / "work").glob("*/package/.lake/double-eval-write")):
                 assert time.monotonic() < end
                 time.sleep(0.01)
@@ -365,7 +374,6 @@ def test_a_disk_full_while_the_build_ran_and_freed_before_it_ended_is_not_judged
         lies = run(submission(lie), **cfg)
         print(json.dumps({{"warm": warm, "filled": filled, "lies": lies}}))
         """,
-        tmp_path,
     )
     assert got["warm"]["accepted"], got  # type: ignore[index]
     filled = got["filled"]
@@ -408,7 +416,7 @@ def test_lean_s_enospc_message_counts_only_beside_a_disk_that_was_low(tmp_path: 
             assert low.full_while_running(said) is None, unexplained
 
 
-@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@needs_mount_namespace
 @pytest.mark.parametrize("mode", MODES)
 def test_a_disk_filled_by_the_build_s_own_hidden_file_is_its_verdict(tmp_path: Path, mode: str) -> None:
     """The review of the signal filter, finding 4, on a real 400 MiB tmpfs in a private mount
@@ -422,13 +430,10 @@ def test_a_disk_filled_by_the_build_s_own_hidden_file_is_its_verdict(tmp_path: P
     two walks (a gamble in the review: 2 of 4 could not judge). A removed file held only by a
     mapping cannot be sized, so it is not in the cap; while the tree maps one, a low disk is not
     counted as the host's: the failed build is a plain verdict."""
-    small = tmp_path / "small"
-    small.mkdir()
-    got = run_isolated(
-        ["-Urm"],
-        f"mount -t tmpfs -o size=400m tmpfs {small} &&",
+    got = run_on_tmpfs(
+        tmp_path,
+        "size=400m",
         f"""
-        small = Path({str(small)!r})
         cfg = dict(work_root=small / "work", max_disk_mb=64, sandbox={mode!r})
         out = {{}}
         out["warm"] = run(submission(), **cfg)
@@ -442,7 +447,6 @@ def test_a_disk_filled_by_the_build_s_own_hidden_file_is_its_verdict(tmp_path: P
             workdirs.wait_reaped(60)
         print(json.dumps(out))
         """,
-        tmp_path,
     )
     assert got["warm"]["accepted"] and got["warm"]["sandboxed"] is (mode == "on"), got  # type: ignore[index]
     for case in ("dip", "held", "named", "mapped"):
@@ -829,27 +833,23 @@ async def test_a_symlinked_mount_point_left_by_the_build_does_not_stop_the_expor
     assert res.judged and res.accepted, res.reason
 
 
-@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@needs_mount_namespace
 @pytest.mark.parametrize("mode", MODES)
 def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> None:
     """A work disk with few inodes (a tmpfs of 2000 in a private mount namespace): build-time
     code creating 5000 empty files (20 MiB charged, far inside the disk cap) used to exhaust it,
     and the grade was "could not judge: the work disk is full (no free inode)". The file cap
     stops it first: a verdict."""
-    small = tmp_path / "small"
-    small.mkdir()
-    got = run_isolated(
-        ["-Urm"],
-        f"mount -t tmpfs -o size=512m,nr_inodes=2000 tmpfs {small} &&",
+    got = run_on_tmpfs(
+        tmp_path,
+        "size=512m,nr_inodes=2000",
         f"""
-        small = Path({str(small)!r})
         cfg = dict(work_root=small / "work", max_files=1000, max_disk_mb=64, sandbox={mode!r})
         flood = run(submission("build manyfiles 5000"), **cfg)
         workdirs.wait_reaped(60)  # the flood's directory is removed off the grade's path
         honest = run(submission(), **cfg)
         print(json.dumps({{"flood": flood, "honest": honest}}))
         """,
-        tmp_path,
     )
     assert got["honest"]["accepted"] and got["honest"]["sandboxed"] is (mode == "on"), got  # type: ignore[index]
     flood = got["flood"]
@@ -857,7 +857,7 @@ def test_an_inode_flood_is_the_file_caps_verdict(tmp_path: Path, mode: str) -> N
     assert "file cap exceeded (more than 1000 directory entries)" in flood["reason"], flood  # type: ignore[index]
 
 
-@pytest.mark.skipif(not unshare_works("-Urm"), reason="no private mount namespace here (unshare -Urm)")
+@needs_mount_namespace
 @pytest.mark.parametrize("mode", MODES)
 def test_a_work_disk_with_fewer_free_inodes_than_the_file_cap_grades_nothing(
     tmp_path: Path, mode: str
@@ -868,19 +868,15 @@ def test_a_work_disk_with_fewer_free_inodes_than_the_file_cap_grades_nothing(
     "no free inode", which is could not judge: an outcome the submission chose, while an honest
     proof was accepted. The grade now checks before the build that the disk can hold its caps: on
     this disk every grade is could not judge, naming the inodes, and no submission's code runs."""
-    small = tmp_path / "small"
-    small.mkdir()
-    got = run_isolated(
-        ["-Urm"],
-        f"mount -t tmpfs -o size=512m,nr_inodes=300 tmpfs {small} &&",
+    got = run_on_tmpfs(
+        tmp_path,
+        "size=512m,nr_inodes=300",
         f"""
-        small = Path({str(small)!r})
         cfg = dict(work_root=small / "work", max_files=5000, max_disk_mb=64, sandbox={mode!r})
         flood = run(submission("build manyfiles 1000"), **cfg)
         honest = run(submission(), **cfg)
         print(json.dumps({{"flood": flood, "honest": honest}}))
         """,
-        tmp_path,
     )
     for case in ("flood", "honest"):
         res = got[case]
