@@ -18,7 +18,10 @@ double before the change.
 - con-leche's `CON_LECHE_INMODEL_CENSUS=1` run stops after the parse and exits 2 (Main.lean
   `checkMain`), so a grader that leaked it would see no accept;
 - nanoda's workers are named `thread_<i>` (src/tc.rs `check_all_declars_par`; the rc3 record
-  T1 shows `thread 'thread_0' panicked at src/tc.rs:230:13:`).
+  T1 shows `thread 'thread_0' panicked at src/tc.rs:230:13:`);
+- lean4lean names the declaration whose replay meets a missing constant (Replay.lean
+  `replayConstant`), and a Lean panic's `backtrace:` line follows LEAN_BACKTRACE (lean4
+  src/runtime/object.cpp `lean_panic`).
 """
 
 from __future__ import annotations
@@ -215,3 +218,26 @@ def test_lean4lean_names_the_declaration_that_uses_a_missing_constant(tmp_path: 
     missing = [line for line in USED_AXIOMS if '"name":2,"type"' not in line]  # h's record gone
     got = _run("lean4lean", "--import", str(_export(tmp_path, missing)))
     assert (got.returncode, got.stderr) == (1, "uncaught exception: at t: (kernel) unknown constant 'h'\n")
+
+
+#: `_double.judgeDirectives := "checker all panic"`: the double's marker (README, "The bundled checkers").
+PANIC_MARKER = [
+    '{"in":1,"str":{"pre":0,"str":"_double"}}',
+    '{"in":2,"str":{"pre":1,"str":"judgeDirectives"}}',
+    '{"ie":0,"sort":0}',
+    '{"ie":1,"strVal":"checker all panic"}',
+    '{"def":{"all":[2],"hints":"abbrev","levelParams":[],"name":2,"safety":"safe","type":0,"value":1}}',
+]
+
+
+@pytest.mark.parametrize("binary", ["leanchecker-paranoid", "lean4lean"])
+def test_a_lean_panic_prints_a_backtrace_line_unless_lean_backtrace_is_0(tmp_path: Path, binary: str) -> None:
+    # src/runtime/object.cpp `lean_panic` (checkers-table-review.md §1.1 L5); without
+    # LEAN_ABORT_ON_PANIC the run goes on with a default value, here to an accept.
+    flag = "--import" if binary == "lean4lean" else "--from-export"
+    args = [*(["--silent"] if binary != "lean4lean" else []), flag, str(_export(tmp_path, PANIC_MARKER))]
+    got = _run(binary, *args)
+    assert got.returncode == 0 and got.stderr.startswith("PANIC at ")
+    assert got.stderr.splitlines()[1] == "backtrace:"
+    got = _run(binary, *args, env={"LEAN_BACKTRACE": "0"})
+    assert got.returncode == 0 and "backtrace:" not in got.stderr

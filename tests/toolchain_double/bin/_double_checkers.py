@@ -126,6 +126,13 @@ def abort_on_panic() -> bool:
     return os.environ.get("LEAN_ABORT_ON_PANIC") is not None
 
 
+def lean_backtrace() -> None:
+    """After a Lean panic's message, `backtrace:` (and the frames) unless LEAN_BACKTRACE=0 (lean4
+    src/runtime/object.cpp `lean_panic`, as checkers-table-review.md §1.1 L5 read it)."""
+    if os.environ.get("LEAN_BACKTRACE") != "0":
+        err("backtrace:")
+
+
 # ---- command lines, as each program parses its own -------------------------------------------
 
 
@@ -408,7 +415,7 @@ def reject(
         # Every other exception prints and exits 1 (`replayConstant`: `at {name}: ...`).
         if why.startswith("(kernel) declaration type mismatch"):
             err(LEAN4LEAN_PRINTER_PANIC)
-            err("backtrace:")
+            lean_backtrace()
             if abort_on_panic():
                 die_of(signal.SIGABRT)
             err(f"uncaught exception: at {decl}: {why}\n  [Error pretty printing expression]")
@@ -468,6 +475,7 @@ def panic(binary: str, threads: int) -> None:
         err("con-ron: the checking thread died")
         raise Exit(3)
     err("PANIC at Double.check Double.Check:1:1: double says panic")  # src/runtime/object.cpp
+    lean_backtrace()
     if abort_on_panic():
         die_of(signal.SIGABRT)
     # Without the variable a Lean panic goes on with a default value: the check carries on.
