@@ -10,17 +10,21 @@ which starts Lake's sandbox for each step with real bubblewrap through the grade
   (the double leaves a marker for 1 s; the test's stand-in for statvfs reads it), with Lean's
   ENOSPC text, or silently (a truncated olean, then `Child exited with 139`);
 - `comparator killed` / `comparator oom-inner`: a step's command SIGKILLed (bwrap records
-  `exit-code` 137), or its `lean` killed inside the step (exit 1), while the OOM counter moves.
+  `exit-code` 137), or its `lean` killed inside the step (exit 1), while the OOM counter moves:
+  a verdict, since Lake's sandbox has no signal filter and the counter names no victim
+  (docs/readings/no-filter-reading.md, V14).
 Lake's wording alone decides nothing: the same words printed by a submission are still a
 rejection. The double decides nothing about proofs (shell scripts, not Lean)."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import copy_double, needs_comparator, run_double, submission
+from helpers import BWRAP, copy_double, needs_bwrap, needs_comparator, run_double, submission
 
 from lean_mod_add_proof.constants import reference_submission
 from lean_mod_add_proof.grading import workdirs
@@ -107,11 +111,56 @@ async def test_a_full_disk_is_a_rejection_without_the_low_water_mark(tmp_path: P
     assert res.judged and not res.accepted, res.reason
 
 
-@pytest.mark.parametrize("act", ["killed", "oom-inner"])
-async def test_an_oom_kill_is_not_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, act: str) -> None:
+@pytest.mark.parametrize(
+    "directive", ["comparator killed", "comparator oom-inner", "build fail unknown identifier"]
+)
+async def test_a_failure_while_the_oom_killer_acts_is_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, directive: str
+) -> None:
+    """V14: Lake's sandbox has no signal filter, so the build may have killed itself, or brought
+    the OOM on with memory no cap sees (test below), and the counter names no victim. A failed
+    build while it moved is the submission's. Before: could not judge ("the host's OOM killer
+    acted while lake comparator ran", or "killed by the host's OOM killer")."""
     _oom_counter_moves(monkeypatch)
-    res = await _comparator(submission(f"comparator {act}"), tmp_path)
-    assert not res.judged and "OOM killer" in res.reason, res.reason
+    res = await _comparator(submission(directive), tmp_path)
+    assert res.judged and not res.accepted and res.failed_stage == "leanchecker", res.reason
+    assert "OOM killer" in res.reason and "no signal filter" in res.reason, res.reason
+
+
+@needs_bwrap
+def test_lakes_sandbox_lets_the_build_steer_the_oom_killer(tmp_path: Path) -> None:
+    """The premise of V14, measured with real bubblewrap and Lake's own sandbox arguments for a
+    build step (host.py `lake_sandbox_argv`, from Check.lean `buildSandboxArgs`, which passes no
+    seccomp program): the command runs with no seccomp filter, may raise its own
+    `oom_score_adj` (bwrap's `--proc` covers only sys, sysrq-trigger, irq and bus read-only),
+    may hold memory in a memfd (in no process's resident set, so under no cap), and may kill
+    itself, which bwrap reports as 137."""
+    # A Python the sandbox can see: Lake's covers /home, /root and /tmp with tmpfs.
+    python = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
+    if python is None:
+        pytest.skip("no python3 under /usr to run inside Lake's sandbox")
+    assert BWRAP.bwrap is not None
+    project = tmp_path / "p"
+    (project / ".lake").mkdir(parents=True)
+    (tmp_path / "tc").mkdir()
+    argv = host.lake_sandbox_argv(BWRAP.bwrap, project, tmp_path / "tc")
+    probe = (
+        "import os, re\n"
+        "open('/proc/self/oom_score_adj', 'w').write('1000')\n"
+        "print('oom_score_adj', open('/proc/self/oom_score_adj').read().strip())\n"
+        "fd = os.memfd_create('held'); os.ftruncate(fd, 1 << 20); os.write(fd, b'x' * (1 << 20))\n"
+        "print('memfd', os.fstat(fd).st_size)\n"
+        "print('seccomp', re.search(r'Seccomp:\\s*(\\d+)', open('/proc/self/status').read()).group(1))\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    run = subprocess.run(
+        ["env", "-i", *argv, "--", python, "-u", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 137, (run.returncode, run.stdout, run.stderr)
+    assert run.stdout.split("\n")[:3] == ["oom_score_adj 1000", "memfd 1048576", "seccomp 0"], run.stdout
 
 
 @pytest.mark.parametrize("act", ["killed", "oom-inner"])
@@ -143,7 +192,7 @@ def test_the_oom_counters(tmp_path: Path) -> None:
     assert host.oom_killer_acted((3, 10), (3, 11)) is False  # the cgroup's count is the precise one
     assert host.oom_killer_acted((3, 10), (4, 10)) is True
     assert host.oom_killer_acted((None, 10), (None, 11)) is True
-    assert host.oom_killer_acted((None, None), (None, None)) is True  # unknown: the host's
+    assert host.oom_killer_acted((None, None), (None, None)) is True  # unknown: reads as acted
     assert host.oom_kills_moved((None, None), (None, None)) is None
     proc = tmp_path / "cgroup"
     proc.write_text("0::/grader.slice/g\n")
@@ -157,13 +206,12 @@ def test_the_oom_counters(tmp_path: Path) -> None:
     assert host.cgroup_oom_kills(str(tmp_path / "no-such-file"), str(tmp_path)) is None
 
 
-def test_an_unreadable_oom_counter_turns_no_rejection_into_could_not_judge() -> None:
-    """Only a step seen SIGKILLed takes an unreadable counter as the host's; a plain failure in
-    the solution phase needs a counter seen moving, or every rejection on such a host would be
-    could-not-judge."""
+def test_no_oom_counter_turns_a_rejection_into_could_not_judge() -> None:
+    """Neither a counter that cannot be read nor one seen moving makes a failure in the solution
+    phase could-not-judge, a step seen SIGKILLed included (V14). Before: the last two were."""
     after = "Resolving dependencies\nBuilding Challenge\nBuilding LeanCheckedNetwork.Submission\n"
     unknown = cmp.RunFacts(exit_code=1, solution_phase_at=1.0, oom_killer_acted=True, memory_cap_mb=1024)
     assert cmp.comparator_verdict(unknown, after + "error: Child exited with 1\n")[0] == "rejected"
-    assert cmp.comparator_verdict(unknown, after + "error: Child exited with 137\n")[0] == "not_judged"
+    assert cmp.comparator_verdict(unknown, after + "error: Child exited with 137\n")[0] == "rejected"
     seen = cmp.RunFacts(exit_code=1, solution_phase_at=1.0, oom_killer_acted=True, oom_kills_seen=True)
-    assert cmp.comparator_verdict(seen, after + "error: Child exited with 1\n")[0] == "not_judged"
+    assert cmp.comparator_verdict(seen, after + "error: Child exited with 1\n")[0] == "rejected"

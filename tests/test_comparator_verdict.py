@@ -128,8 +128,7 @@ def test_run_facts_default_to_nothing_seen() -> None:
 
 def test_a_host_fault_names_bwraps_own_last_words_and_lakes_last_error() -> None:
     """`host_fault` (pure): an unstarted sandbox quotes bwrap's last `bwrap:` line (or says there
-    was none) and Lake's last error; a full disk and the OOM killer under the cap are the host's;
-    the OOM killer with the grade over its cap is not (the cap's, weighed by the verdict)."""
+    was none) and Lake's last error; a full disk is the host's; the OOM counter alone is not."""
     text = "bwrap: first\nbwrap: second\nbwrap: Creating new namespace failed: No space left on device\n"
     text += "error: Child exited with 1\n"
     unstarted = RunFacts(exit_code=1, sandboxes_unstarted=2)
@@ -145,13 +144,84 @@ def test_a_host_fault_names_bwraps_own_last_words_and_lakes_last_error() -> None
         host_fault(disk, "error: y\n")
         == "the work disk was full (12 KiB free) while lake comparator ran: error: y"
     )
-    oom = RunFacts(exit_code=1, oom_kills_seen=True, peak_rss_mb=512, memory_cap_mb=512)
-    assert host_fault(oom, "error: z\n") == (
-        "the host's OOM killer acted while lake comparator ran, at 512 MiB: error: z"
-    )  # at the cap itself: not over it
-    over = RunFacts(exit_code=1, oom_kills_seen=True, peak_rss_mb=513, memory_cap_mb=512)
-    assert host_fault(over, "error: z\n") is None
-    assert host_fault(RunFacts(exit_code=1, oom_kills_seen=True, peak_rss_mb=9999), "error: z\n") is not None
+    # The OOM counter alone is no host fault (V14 of docs/readings/no-filter-reading.md): it moves
+    # for any OOM kill and names no victim, and Lake's sandbox has no filter.
+    for oom in (
+        RunFacts(exit_code=1, oom_kills_seen=True, oom_killer_acted=True, peak_rss_mb=512, memory_cap_mb=512),
+        RunFacts(exit_code=1, oom_kills_seen=True, oom_killer_acted=True, peak_rss_mb=9999),
+        RunFacts(exit_code=1, oom_killer_acted=True),
+    ):
+        assert host_fault(oom, "error: z\n") is None
     assert host_fault(RunFacts(exit_code=1), "error: z\n") is None
     # through the verdict: could not judge, word for word
     assert comparator_verdict(disk, "error: y\n") == ("not_judged", host_fault(disk, "error: y\n"))
+
+
+AFTER = "Resolving dependencies\nBuilding Challenge\nBuilding LeanCheckedNetwork.Submission\n"
+KILLED_WHILE_OOM = (
+    "a step of lake comparator was killed by SIGKILL while the host's OOM killer may have acted (its "
+    "counter moved, or could not be read), at 100 MiB; Lake's sandbox has no signal filter, so that "
+    f"cannot be told from the submission killing itself, and it counts as its own: {ERR}"
+)
+
+
+@pytest.mark.parametrize("seen", [True, False])
+def test_a_killed_step_while_the_oom_killer_may_have_acted_is_the_submissions(seen: bool) -> None:
+    """V14 (docs/readings/no-filter-reading.md): Lake's sandbox has no signal filter, so the build
+    can kill itself and hold memory no cap sees (memfd_create), and the OOM counter names no
+    victim. Before: could not judge, "killed by the host's OOM killer"."""
+    facts = RunFacts(
+        exit_code=1,
+        solution_phase_at=0.5,
+        oom_killer_acted=True,
+        oom_kills_seen=seen,
+        peak_rss_mb=100,
+        memory_cap_mb=512,
+    )
+    assert comparator_verdict(facts, AFTER + ERR + "\n") == ("rejected", KILLED_WHILE_OOM)
+    # bwrap's record of the kill (`exit-code` 137) says the same when Lake's words do not
+    recorded = RunFacts(exit_code=1, solution_phase_at=0.5, oom_killer_acted=True, step_killed=True)
+    assert comparator_verdict(recorded, AFTER + "error: x\n")[0] == "rejected"
+
+
+def test_a_failure_while_the_oom_killer_acted_is_a_rejection_that_says_so() -> None:
+    """Before: could not judge, "the host's OOM killer acted while lake comparator ran" (a plain
+    failure, `Child exited with 1`: the build's own `lean` killed inside the step, or the build
+    failing on its own). The counter is named in the reason for whoever reads it."""
+    err = "error: Child exited with 1"
+    seen = RunFacts(exit_code=1, solution_phase_at=0.5, oom_killer_acted=True, oom_kills_seen=True)
+    assert comparator_verdict(seen, AFTER + err + "\n") == (
+        "rejected",
+        "lake comparator rejected the submission (the host's OOM killer acted during the run; Lake's "
+        "sandbox has no signal filter, so that cannot be told from the submission's own doing): "
+        f"{err}",
+    )
+    unknown = RunFacts(exit_code=1, solution_phase_at=0.5, oom_killer_acted=True)
+    assert comparator_verdict(unknown, AFTER + err + "\n") == (
+        "rejected",
+        f"lake comparator rejected the submission: {err}",
+    )
+
+
+def test_what_only_trusted_processes_suffer_stays_the_hosts_while_the_oom_killer_acts() -> None:
+    """The outer `lake` (outside every sandbox's PID namespace: Check.lean `buildSandboxArgs`,
+    `--unshare-all --new-session`) killed by a signal, and a sandbox whose bwrap recorded no
+    `exit-code` (bwrap's monitor is outside its sandbox's namespace too, and writes the document
+    whenever its command was exec'd): could not judge, with or without the OOM counter; and so
+    is any failure before the solution phase."""
+    oom = {"oom_killer_acted": True, "oom_kills_seen": True, "solution_phase_at": 0.5}
+    outer = RunFacts(exit_code=None, signal=9, **oom)  # type: ignore[arg-type]
+    assert comparator_verdict(outer, AFTER + ERR + "\n") == (
+        "not_judged",
+        f"lake comparator was killed by signal 9: {ERR}",
+    )
+    unstarted = RunFacts(exit_code=1, sandboxes_unstarted=1, step_killed=True, **oom)  # type: ignore[arg-type]
+    assert comparator_verdict(unstarted, AFTER + ERR + "\n") == (
+        "not_judged",
+        f"lake comparator's sandbox (bwrap) did not start 1 of its steps (no bwrap message): {ERR}",
+    )
+    trusted = RunFacts(exit_code=1, oom_killer_acted=True, oom_kills_seen=True)
+    assert comparator_verdict(trusted, ERR + "\n") == (
+        "not_judged",
+        f"lake comparator failed before it reached the submission: {ERR}",
+    )

@@ -90,7 +90,7 @@ def test_doctor_says_whether_the_signal_filter_is_in_force_and_what_holds_withou
     missing = signal_filter_check(SignalFilter(None, "libseccomp cannot be loaded (x)"), True, None)
     assert not missing.ok and not missing.required
     assert "libseccomp cannot be loaded" in missing.detail
-    assert "unless the kernel's OOM killer" in missing.detail
+    assert "the kernel's OOM killer) or a SIGTERM" in missing.detail
     made = signal_filter()
     if made.program is not None:
         seen = FilterProof(True, "a shell could not send itself SIGTERM")
@@ -100,5 +100,5 @@ def test_doctor_says_whether_the_signal_filter_is_in_force_and_what_holds_withou
         for proof in (FilterProof(False, "the shell died of SIGTERM (exit 143)"), None):
             unseen = signal_filter_check(made, True, proof)
             assert not unseen.ok and "made, but not seen in force" in unseen.detail
-            assert "unless the kernel's OOM killer" in unseen.detail
+            assert "the kernel's OOM killer) or a SIGTERM" in unseen.detail
         assert "exit 143" in signal_filter_check(made, True, FilterProof(False, "exit 143")).detail

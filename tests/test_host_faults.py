@@ -232,8 +232,9 @@ async def test_a_signal_from_outside_to_the_build(
     runs under the signal filter (grading/signal_filter.py): it cannot have sent itself that
     signal, nor exited with the status that reads as it, so the signal is the host's: could not
     judge, naming it (issue 39 item 1; before, a SIGKILL was 0.0 unless the OOM counter moved, and
-    a SIGTERM always). Unsandboxed there is no filter, and what holds without it holds: only the
-    OOM killer's SIGKILL is provably the host's; any other is the submission's (a verdict), or a
+    a SIGTERM always). Unsandboxed there is no filter, and what holds without it holds: no signal
+    is provably the host's, not even a SIGKILL while the OOM counter moved (it names no victim,
+    and the submission can kill itself: tests/test_no_filter.py), so each is a verdict, or a
     submission could choose "could not judge" by killing itself (docs/trust-model.md)."""
     assert (await run_double(submission(), tmp_path, sandbox=mode)).accepted  # the cache is warm
     oom_killer(monkeypatch, oom)
@@ -245,7 +246,7 @@ async def test_a_signal_from_outside_to_the_build(
         if oom and signum == signal.SIGKILL:
             not_judged(res, "the host's OOM killer")
     elif oom and signum == signal.SIGKILL:
-        not_judged(res, "killed by the host's OOM killer")
+        assert res.judged and "while the host's OOM killer acted" in res.reason, res.reason  # type: ignore[attr-defined]
     elif signum == signal.SIGKILL:
         assert res.judged and "neither the grader nor the OOM killer" in res.reason, res.reason  # type: ignore[attr-defined]
     else:
@@ -279,13 +280,15 @@ def ppid(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("peak", "judged"), [(300, True), (100, False)])
 async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak: int, judged: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, peak: int, judged: bool
 ) -> None:
     """A SIGKILL from outside while the tree was seen over its memory cap is the cap's verdict
     (the submission's doing), even if the OOM killer acted; under the cap, with the OOM killer
-    acting, it is "could not judge"."""
+    acting, it is "could not judge" under the signal filter, and a verdict without it (the
+    submission could have killed itself: tests/test_no_filter.py)."""
     oom_killer(monkeypatch, True)
     real = core.run_command
 
@@ -297,12 +300,15 @@ async def test_an_outside_sigkill_over_the_memory_cap_is_the_memory_verdict(
         return out
 
     monkeypatch.setattr(core, "run_command", killed_from_outside)
-    res = await run_double(submission(), tmp_path, memory_mb=256)
-    assert res.judged is judged and not res.accepted, res.reason
+    res = await run_double(submission(), tmp_path, memory_mb=256, sandbox=mode)
     if judged:
+        assert res.judged and not res.accepted, res.reason
         assert "stopped: memory cap exceeded (300 MiB > 256 MiB)" in res.reason, res.reason
+    elif mode == "on":
+        not_judged(res, "the host's OOM killer", "100 MiB of its 256 MiB memory cap")
     else:
-        not_judged(res, "killed by the host's OOM killer", "100 MiB of its 256 MiB memory cap")
+        assert res.judged and not res.accepted, res.reason
+        assert "while the host's OOM killer acted" in res.reason, res.reason
 
 
 # ---- a full disk, out of memory, a missing binary -------------------------------------------

@@ -277,10 +277,10 @@ def _inode_check(work: Path, st: os.statvfs_result, max_files: int, concurrent: 
 
 #: What grading falls back to without the signal filter, said once for doctor and the docs.
 SIGNAL_FALLBACK = (
-    "a SIGKILL from outside the grader (systemd-oomd, earlyoom, a job scheduler, an operator) or a "
-    "SIGTERM ending the build or the export is then the submission's (a 0.0), unless the kernel's "
-    "OOM killer acted meanwhile: without the filter the grader cannot tell it from the "
-    "submission killing itself, and a submission must never be able to choose could-not-judge"
+    "a SIGKILL from outside the grader (systemd-oomd, earlyoom, a job scheduler, an operator, the "
+    "kernel's OOM killer) or a SIGTERM ending the build or the export is then the submission's (a "
+    "0.0): without the filter the grader cannot tell it from the submission killing itself, and a "
+    "submission must never be able to choose could-not-judge"
 )
 
 

@@ -159,8 +159,11 @@ class CommandEnv:
         sandbox.py `--new-session`); but before `--new-session`, `kill(0, SIGALRM)` from the
         build reached it, so without proof the signal is the submission's: under the filter,
         every signal but those it refuses to every target (`signals.OUTSIDE_ONLY`); without the filter,
-        every signal but a SIGKILL while the kernel's OOM killer acted (the rule for the command
-        itself, steps.py `untrusted_failure`)."""
+        every signal but a SIGKILL while the kernel's OOM killer acted. That exception is kept for
+        bwrap, not for the command (steps.py `untrusted_failure`): the command can SIGKILL itself,
+        but nothing inside can signal bwrap or end it without its status document (measured,
+        docs/readings/no-filter-reading.md), and the OOM killer takes the largest process, which
+        bwrap, a few MiB, is not."""
         if self.filters_signals:
             return sent_only_from_outside(signum)
         return signum == signal.SIGKILL and oom_killer_acted(ooms_before)

@@ -367,11 +367,18 @@ async def untrusted_failure(
                 f"{what} was killed by {core.signal_name(signum)} from outside the grader"
                 + (f" ({by})" if by else ""),
             )
-        # Without the filter (sandbox off, or no libseccomp) the grader cannot tell the host's
-        # signal from the submission killing itself: only the OOM killer's is provably the host's,
-        # and a submission must never be able to choose "could not judge" (docs/trust-model.md).
+        # Without the filter (sandbox off, no libseccomp, or not seen in force) the submission
+        # can send itself any signal or exit 128 + N, so no signal is provably the host's, and a
+        # submission must never be able to choose "could not judge" (docs/trust-model.md). Not
+        # even a SIGKILL while the OOM counter moved: the counter moves for any process the OOM
+        # killer takes on the host and names none (mm/oom_kill.c `oom_kill_process`), and memory
+        # no cap sees (memfd_create) is not refused (docs/readings/no-filter-reading.md).
         if oom:
-            raise not_judged("build", f"{what} was killed by {by}")
+            raise StageFailed(
+                "build",
+                f"{what} was killed by SIGKILL while the host's OOM killer acted; without the signal"
+                " filter that cannot be told from the submission killing itself, so it counts as its own",
+            )
         if signum == signal.SIGKILL:
             raise StageFailed(
                 "build", f"{what} was killed by a SIGKILL that neither the grader nor the OOM killer sent"

@@ -44,13 +44,15 @@ what the grader makes of them (verdict.py `comparator_verdict`):
      `checkAxioms`, "Running <kernel> kernel on solution" from `runExternalKernel`): a failure is
      a rejection, but for a host fault (verdict.py `host_fault`, in any phase, read from what the
      submission cannot write, host.py): a sandbox Lake's bwrap did not start (the grade's
-     `COMPARATOR_BWRAP` wrapper records bwrap's `--json-status-fd`: no `exit-code` document), the
-     work disk full at any moment of the run (sampled while it runs: Lake deletes its temporary
-     files on the way out, and a full disk can leave a truncated olean without an error), or the
-     OOM killer acting under the grade's memory cap (the grader's cgroup `memory.events`
-     `oom_kill`, else /proc/vmstat's); each is not judged. Lake's own text (`bwrap: ...`,
-     `resource exhausted (error code: 28, no space left on device)`, `Child exited with 137`)
-     only names it in the reason.
+     `COMPARATOR_BWRAP` wrapper records bwrap's `--json-status-fd`: no `exit-code` document), or
+     the work disk full at any moment of the run (sampled while it runs: Lake deletes its
+     temporary files on the way out, and a full disk can leave a truncated olean without an
+     error); each is not judged. The OOM killer acting (the grader's cgroup `memory.events`
+     `oom_kill`, else /proc/vmstat's) is not: Lake's sandbox has no signal filter, so the build
+     can kill itself or bring the OOM on with memory no cap sees, and the counter names no
+     victim (docs/readings/no-filter-reading.md, V14); a failure then stays a rejection, its
+     reason naming the counter. Lake's own text (`bwrap: ...`, `resource exhausted (error code:
+     28, no space left on device)`, `Child exited with 137`) only names a fault in the reason.
   The phase is read from the outer `lake`'s own progress lines, all printed before the step
   they name (`SOLUTION_PHASE_MARKS`), and from the sandboxed steps' command lines in /proc
   (`SOLUTION_PHASE_ARGV`: a process running with the solution module as an argument): any one
@@ -59,7 +61,9 @@ what the grader makes of them (verdict.py `comparator_verdict`):
   differs: not judged (fail closed; the comparator self-test's rejection canaries then fail, and
   the route with them).
 - any other exit code, or the outer `lake` killed by a signal: not judged (the sources name no
-  other code; the sandboxed steps cannot signal the outer process: `--unshare-all`).
+  other code; the sandboxed steps cannot signal the outer process: `--unshare-all` gives each a
+  PID namespace of its own, in which the outer `lake` has no number, and `--new-session` a
+  session of its own).
 
 The limits (issue 30): the comparator's bwrap starts every step with `--clearenv` and passes only
 `PATH`, `HOME`, `LEAN_ABORT_ON_PANIC` (`buildSandboxArgs`, `envPass`), so LEAN_NUM_THREADS never

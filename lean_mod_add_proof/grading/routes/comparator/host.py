@@ -1,8 +1,9 @@
 """What the host did to one run of `lake comparator`, read from facts the submission cannot write:
 whether Lake's bubblewrap started each of its steps, how low the work disk ran, whether the OOM
-killer acted. Lake's own words (`bwrap: ...`, `resource exhausted ...`, `Child exited with 137`)
-go into the reason only: they share the output with the submission's build, and a full disk can
-be silent (lean4 src/library/module.cpp writes an `.olean` with `out.write` unchecked).
+killer acted (named in a rejection's reason only: verdict.py `host_fault`). Lake's own words
+(`bwrap: ...`, `resource exhausted ...`, `Child exited with 137`) go into the reason only: they
+share the output with the submission's build, and a full disk can be silent (lean4
+src/library/module.cpp writes an `.olean` with `out.write` unchecked).
 
 Sources (leanprover/lean4 unless named; first-contact.md Q2/Q3 quotes them):
 - src/lake/Lake/CLI/Check.lean (stored 0243d9f4) runs every step as `env -i <bwrap> <args> --
@@ -238,6 +239,6 @@ def oom_kills_moved(
 
 
 def oom_killer_acted(before: tuple[int | None, int | None], after: tuple[int | None, int | None]) -> bool:
-    """`oom_kills_moved`, True when it cannot be told: for a step seen SIGKILLed, the host's fault
-    is the safe reading of an unknown kill (as routes/core.py `oom_killer_acted`)."""
+    """`oom_kills_moved`, True when it cannot be told (as routes/core.py `oom_killer_acted`);
+    on this route it only words a rejection's reason (verdict.py `host_fault`)."""
     return oom_kills_moved(before, after) is not False

@@ -87,9 +87,11 @@ class RunFacts:
     """When its deadline fell, in seconds after it started: a kill that a loaded host delays
     must not count as time the submission had."""
     oom_killer_acted: bool = False
-    """The kernel's OOM-kill counter moved during the run (or could not be read)."""
+    """The kernel's OOM-kill counter moved during the run (or could not be read): named in a
+    rejection's reason, never a host fault (`host_fault`)."""
     oom_kills_seen: bool = False
-    """An OOM-kill counter that could be read moved during the run (host.py `oom_kills_moved`)."""
+    """An OOM-kill counter that could be read moved during the run (host.py `oom_kills_moved`):
+    named in a rejection's reason too."""
     peak_rss_mb: int = 0
     memory_cap_mb: int | None = None
     sandboxes_unstarted: int = 0
@@ -115,11 +117,15 @@ def _bwrap_said(text: str) -> str:
 def host_fault(facts: RunFacts, text: str) -> str | None:
     """Why a run that failed failed for the host, in any phase, from what the submission cannot
     write (pure): a sandbox Lake's bwrap could not start (no `exit-code` status: a missing mount
-    point, a namespace or process limit), the work disk full at some moment of the run (ENOSPC
-    is the host's: the grade's disk cap stops the submission first, oserrors.py), or the OOM
-    killer seen acting (a counter that could be read moved) under the grade's memory cap: its
-    `lean` killed inside a step makes the inner `lake build` fail, so Lake says `Child exited
-    with 1`. None: no host fault seen (a step seen SIGKILLed is weighed in `comparator_verdict`)."""
+    point, a namespace or process limit, or bwrap itself killed; its monitor is outside the
+    sandbox's PID namespace and writes the document whenever its command was exec'd), or the
+    work disk full at some moment of the run (ENOSPC is the host's: the grade's disk cap stops
+    the submission first, oserrors.py). None: no host fault seen.
+
+    The OOM counters are no host fault here: Lake's sandbox has no signal filter (Check.lean
+    `buildSandboxArgs` passes no seccomp program), so the build can kill itself, raise its own
+    `oom_score_adj` and hold memory no cap sees (memfd_create), and the counter moves for any
+    OOM kill and names no victim (docs/readings/no-filter-reading.md, V14)."""
     err = last_error(text)
     if facts.sandboxes_unstarted:
         return (
@@ -128,10 +134,6 @@ def host_fault(facts: RunFacts, text: str) -> str | None:
         )
     if facts.disk_full is not None:
         return f"{facts.disk_full} while lake comparator ran: {err}"
-    cap = facts.memory_cap_mb
-    over_cap = cap is not None and facts.peak_rss_mb > cap
-    if facts.oom_kills_seen and not over_cap:
-        return f"the host's OOM killer acted while lake comparator ran, at {facts.peak_rss_mb} MiB: {err}"
     return None
 
 
@@ -145,9 +147,12 @@ def comparator_verdict(
     """Map one run of `lake comparator` to a verdict (pure; the module docstring gives the
     exit codes and phases). The grader's own deadline stopping it is a rejection only once the
     solution phase had `timeout_s` to itself; its memory cap once the solution phase began. A
-    failed run is could not judge whenever `host_fault` finds the host's doing, in any phase;
-    else a SIGKILLed step inside the solution phase is the submission's, as on the other
-    routes."""
+    failed run is could not judge whenever `host_fault` finds the host's doing, in any phase,
+    and so is the outer `lake` killed by a signal (it runs outside every sandbox's PID
+    namespace and session: `--unshare-all --new-session`, so no step can signal it); else a
+    failure inside the solution phase is the submission's, a SIGKILLed step too, also while the
+    OOM killer acted (`host_fault`: the sandbox has no signal filter), as on the replay routes
+    without the filter (routes/steps.py `untrusted_failure`)."""
     started = facts.solution_phase_at is not None
     if facts.timed_out:
         why = "timed out" + (f" (the {timeout_s:g} s limit ran out)" if timeout_s else "")
@@ -167,7 +172,7 @@ def comparator_verdict(
         if started:
             return "rejected", f"{why} while building or judging the submission"
         return "not_judged", f"{why} before it reached the submission"
-    if facts.signal is not None:
+    if facts.signal is not None:  # the outer `lake`, outside every sandbox: the host's
         return "not_judged", f"lake comparator was killed by signal {facts.signal}: {last_error(text)}"
     if facts.exit_code == 0:
         if OKAY_LINE not in (ln.strip() for ln in lines_of(text)):
@@ -191,14 +196,22 @@ def comparator_verdict(
                     f"a step of lake comparator was killed: memory cap exceeded "
                     f"({facts.peak_rss_mb} MiB > {cap} MiB): {err}"
                 )
-            if facts.oom_killer_acted:  # moved, or cannot be told: the host's (safe) reading
-                return "not_judged", (
-                    f"a step of lake comparator was killed by the host's OOM killer, at "
-                    f"{facts.peak_rss_mb} MiB: {err}"
+            if facts.oom_killer_acted:  # moved, or cannot be told: still no proof (host_fault)
+                return "rejected", (
+                    "a step of lake comparator was killed by SIGKILL while the host's OOM killer may "
+                    f"have acted (its counter moved, or could not be read), at {facts.peak_rss_mb} MiB; "
+                    "Lake's sandbox has no signal filter, so that cannot be told from the submission "
+                    f"killing itself, and it counts as its own: {err}"
                 )
             return "rejected", (
                 f"a step of lake comparator was killed by a SIGKILL that neither the grader nor the "
                 f"OOM killer sent: {err}"
+            )
+        if facts.oom_kills_seen:
+            return "rejected", (
+                "lake comparator rejected the submission (the host's OOM killer acted during the run; "
+                "Lake's sandbox has no signal filter, so that cannot be told from the submission's own "
+                f"doing): {err}"
             )
         return "rejected", f"lake comparator rejected the submission: {err}"
     if facts.exit_code == 2:
