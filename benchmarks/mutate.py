@@ -106,7 +106,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                 "test_verdict_mapping",
                 "test_any_one_phase_mark_shows_the_solution_phase",
                 "test_a_timeout_rejects_only_when_the_solution_had_its_full_time",
-                "test_a_sigkilled_step_is_attributed_by_the_oom_counter",
+                "test_a_sigkilled_step_is_the_submissions_whatever_the_oom_counter",
                 "test_the_phase_comes_from_whichever_sign_is_first",
             )
         ),
