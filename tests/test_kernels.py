@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -141,7 +142,10 @@ def test_a_checker_working_past_its_own_budget_is_rejected_and_the_official_verd
     assert official.verdict == "accepted"  # the judge's verdict came within its own deadline
     assert official.cpu_seconds is not None and 8 * official.cpu_seconds < 6.0  # the floor decides
     assert con_ron.kind == "timed out" and con_ron.budget_s == 6
-    assert con_ron.cpu_seconds is not None and con_ron.cpu_seconds >= 5.0
+    # SIGXCPU is the kernel's word that it reached its 6 CPU s (setrlimit(2)); the figure is the
+    # watcher's last look, which a starved watcher takes early (issue 41: 4.95 of 6 under load).
+    assert con_ron.status == "SIGXCPU", con_ron
+    assert con_ron.cpu_seconds is not None and 0 < con_ron.cpu_seconds <= 6.5, con_ron
     assert res.reason.startswith("kernel con-ron timed out (its own budget of 6 CPU s)"), res.reason
     assert [k.verdict for k in res.kernels if k.name not in ("con-ron",)] == ["accepted"] * 5
 
@@ -259,16 +263,23 @@ def test_padding_the_proof_cannot_turn_a_second_kernel_s_rejection_into_could_no
     would stall the grade; the wall-clock backstop is widened for a loaded test machine."""
     monkeypatch.setattr(pipeline, "STALL_SLACK_S", 1.0)
     monkeypatch.setattr(K, "WALL_PER_CPU_S", 40)
+    # con-ron's factor 8 raised to 20 here: 8 x 4 s cleared the 30 s floor by 0.25 CPU s of the
+    # watcher's last look at the official replay, which a starved watcher takes early (issue 41:
+    # 1.05 CPU s early under load). With 20 the padding clears it by 2.5 CPU s.
+    monkeypatch.setattr(
+        K,
+        "CHECKERS",
+        tuple(replace(c, time_factor=20.0) if c.name == "con-ron" else c for c in K.CHECKERS),
+    )
     text = submission("judge spin 4", "judge checker con-ron slower 1.5", "judge checker con-ron reject")
     res = asyncio.run(run_double(text, tmp_path, kernels="all", timeout_s=30.0))
     assert res.judged and not res.accepted, res.reason
     assert res.reason.startswith("kernel con-ron rejected (exit 1)"), res.reason
     official, con_ron = _run(K.OFFICIAL, res), _run("con-ron", res)
     assert official.verdict == "accepted" and official.cpu_seconds is not None
-    assert official.cpu_seconds >= 3.8
     # Its budget is the padding's, above the floor; its work, grown with the padding, within it.
-    assert con_ron.budget_s == math.ceil(8 * official.cpu_seconds) > 30
-    assert con_ron.cpu_seconds is not None and con_ron.cpu_seconds >= 5.5
+    assert con_ron.budget_s == math.ceil(20 * official.cpu_seconds) > 30
+    assert con_ron.cpu_seconds is not None and 0 < con_ron.cpu_seconds < con_ron.budget_s
 
 
 @needs_bwrap
