@@ -324,23 +324,17 @@ def _write_all(dst: int, chunk: bytes) -> None:
 
 
 def _copy_bytes(src: int, dst: int, stop: threading.Event | None) -> None:
-    use_range = True
     while True:
         check_budget(None, stop)
-        if use_range:
-            try:
-                n = os.copy_file_range(src, dst, _COPY_CHUNK)
-            except OSError as exc:
-                if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF):
-                    raise
-                use_range = False
-                continue
-            if n == 0:
-                use_range = False  # EOF, or a filesystem that copies nothing: finish by read/write
-            continue
-        chunk = os.read(src, _COPY_CHUNK)
-        if not chunk:
-            return
+        try:
+            n = os.copy_file_range(src, dst, _COPY_CHUNK)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF):
+                raise
+            break
+        if n == 0:
+            break  # EOF, or a filesystem that copies nothing: finish by read/write
+    for chunk in read_chunks(src, _COPY_CHUNK, None, stop):
         _write_all(dst, chunk)
 
 
